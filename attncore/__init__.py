@@ -1,0 +1,32 @@
+"""attncore: the attention weight matrix, row by row.
+
+Rows are queries, columns are keys, and every row of the weights lies on the
+probability simplex. Masks are boolean with True = "may attend".
+"""
+from . import masks
+from .attention import (
+    attention,
+    attention_scores,
+    attention_weights,
+    grouped_query_attention,
+    kv_head_map,
+)
+from .flash import flash_attention, weights_from_lse
+from .softmax import hardmax, log_softmax, logsumexp, softmax, softmax_one, sparsemax
+
+__all__ = [
+    "attention",
+    "attention_scores",
+    "attention_weights",
+    "flash_attention",
+    "grouped_query_attention",
+    "hardmax",
+    "kv_head_map",
+    "log_softmax",
+    "logsumexp",
+    "masks",
+    "softmax",
+    "softmax_one",
+    "sparsemax",
+    "weights_from_lse",
+]

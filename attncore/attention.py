@@ -1,0 +1,95 @@
+"""Scaled dot-product attention, written so each line is one formula.
+
+Shapes: q (..., T_q, d_k), k (..., T_k, d_k), v (..., T_k, d_v); scores and
+weights (..., T_q, T_k), where row i is query i and column j is key j.
+Leading dimensions (batch, heads) broadcast.
+"""
+import numpy as np
+
+from ._checks import as_float_array, as_mask, check_qkv, leading_shape, require_ndim, resolve_scale
+from .softmax import softmax
+
+
+def attention_scores(q, k, scale=None):
+    """S = scale * q k^T, shape (..., T_q, T_k); entry (i, j) = scale * q_i . k_j."""
+    q = as_float_array("q", q)
+    k = as_float_array("k", k)
+    require_ndim("q", q, 2, "(..., T_q, d_k)")
+    require_ndim("k", k, 2, "(..., T_k, d_k)")
+    if q.shape[-1] != k.shape[-1]:
+        raise ValueError(
+            f"q and k must share d_k (the last axis): q has shape {q.shape}, "
+            f"k has shape {k.shape}"
+        )
+    leading_shape(q=q, k=k)
+    scale = resolve_scale(scale, q.shape[-1])
+    return (q @ np.swapaxes(k, -1, -2)) * np.asarray(scale, dtype=np.result_type(q, k))
+
+
+def attention_weights(q, k, mask=None, scale=None):
+    """A = softmax(S) over keys, shape (..., T_q, T_k): every row is on the simplex.
+
+    Masked keys get weight exactly 0; a query with no allowed key gets a zero row.
+    """
+    return softmax(attention_scores(q, k, scale), axis=-1, mask=mask)
+
+
+def attention(q, k, v, mask=None, scale=None, return_weights=False):
+    """out_i = sum_j A_ij v_j, shape (..., T_q, d_v); optionally also A.
+
+    A fully masked query has zero weights and a zero output (as PyTorch's SDPA).
+    """
+    q, k, v = check_qkv(q, k, v)
+    leading_shape(q=q, k=k, v=v)
+    weights = attention_weights(q, k, mask, scale)
+    out = weights @ v
+    return (out, weights) if return_weights else out
+
+
+def kv_head_map(n_q_heads, n_kv_heads):
+    """Index of the kv head each query head reads: h // (n_q_heads // n_kv_heads).
+
+    Query heads come in n_kv_heads consecutive groups ("repeat", not "tile"):
+    with 8 query heads over 2 kv heads, heads 0-3 read kv head 0, heads 4-7 kv head 1.
+    """
+    if n_kv_heads < 1 or n_q_heads % n_kv_heads != 0:
+        raise ValueError(
+            f"the number of kv heads must divide the number of query heads, got "
+            f"H_q = {n_q_heads} and H_kv = {n_kv_heads}"
+        )
+    return np.arange(n_q_heads) // (n_q_heads // n_kv_heads)
+
+
+def grouped_query_attention(q, k, v, mask=None, scale=None, return_weights=False):
+    """Grouped-query attention: q (..., H_q, T_q, d), k and v (..., H_kv, T_k, d).
+
+    H_kv = H_q is multi-head attention, H_kv = 1 multi-query attention. Query head
+    h reads kv head h // (H_q // H_kv). The kv heads are never copied: query heads
+    are grouped as (..., H_kv, G, T_q, d) and each group meets its one kv head.
+    Returns (..., H_q, T_q, d_v), and the weights (..., H_q, T_q, T_k) on request.
+    """
+    q, k, v = check_qkv(q, k, v)
+    require_ndim("q", q, 3, "(..., H_q, T_q, d)")
+    require_ndim("k", k, 3, "(..., H_kv, T_k, d)")
+    require_ndim("v", v, 3, "(..., H_kv, T_k, d_v)")
+    if k.shape[-3] != v.shape[-3]:
+        raise ValueError(
+            f"k and v must have the same number of kv heads (axis -3): k has shape "
+            f"{k.shape}, v has shape {v.shape}"
+        )
+    n_q_heads, t_q = q.shape[-3], q.shape[-2]
+    n_kv_heads, t_k = k.shape[-3], k.shape[-2]
+    kv_head_map(n_q_heads, n_kv_heads)  # validates that H_kv divides H_q
+    group = n_q_heads // n_kv_heads
+    batch = leading_shape(q=q[..., 0, :, :], k=k[..., 0, :, :], v=v[..., 0, :, :])
+
+    grouped_q = q.reshape(*q.shape[:-3], n_kv_heads, group, t_q, q.shape[-1])
+    k, v = k[..., :, None, :, :], v[..., :, None, :, :]  # (..., H_kv, 1, T_k, d)
+    if mask is not None:
+        mask = as_mask(mask, (*batch, n_q_heads, t_q, t_k))
+        mask = mask.reshape(*batch, n_kv_heads, group, t_q, t_k)
+    out, weights = attention(grouped_q, k, v, mask, scale, return_weights=True)
+    out = out.reshape(*out.shape[:-4], n_q_heads, t_q, v.shape[-1])
+    if not return_weights:
+        return out
+    return out, weights.reshape(*weights.shape[:-4], n_q_heads, t_q, t_k)

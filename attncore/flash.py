@@ -1,0 +1,149 @@
+"""FlashAttention in NumPy: the online softmax over key tiles, never the full matrix.
+
+Read it next to Dao et al. (2022, 2023) and Milakov & Gimelshein (2018). For one
+block of queries we keep, per query row,
+    m    the running maximum of the scores seen so far,
+    l    the running sum of exp(score - m),
+    acc  the running sum of exp(score - m) * v_j (the unnormalised output),
+and fold in one key tile at a time. Merging two partial states rescales both
+to the larger maximum, so the merge is associative and the tile order does not
+matter. At the end out = acc / l and the log-sum-exp of the row is m + log(l),
+from which any row of the weight matrix can be recovered exactly.
+
+Memory: each step holds one (block_q, block_k) tile, never (T_q, T_k).
+"""
+from typing import NamedTuple
+
+import numpy as np
+
+from ._checks import as_float_array, check_qkv, leading_shape, positive_int, resolve_scale
+from .masks import ALIGNMENTS
+
+
+class PartialSoftmax(NamedTuple):
+    """Online-softmax state of a block of query rows over the keys seen so far."""
+
+    m: np.ndarray  # (rows,)       running max; -inf while no key is seen
+    l: np.ndarray  # (rows,)       running sum of exp(s - m)
+    acc: np.ndarray  # (rows, d_v)  running sum of exp(s - m) v
+
+
+def empty_state(rows, d_v, dtype):
+    """The state before any key: m = -inf, l = 0, acc = 0."""
+    return PartialSoftmax(
+        np.full(rows, -np.inf, dtype), np.zeros(rows, dtype), np.zeros((rows, d_v), dtype)
+    )
+
+
+def _safe(m):
+    """m with -inf replaced by 0, so exp(s - m) of a row with no key is 0, not NaN."""
+    return np.where(np.isneginf(m), 0, m).astype(m.dtype, copy=False)
+
+
+def tile_state(s, v_tile):
+    """State of one score tile s (rows, n) (masked entries -inf) with its values (n, d_v)."""
+    m = np.max(s, axis=-1, initial=-np.inf).astype(s.dtype, copy=False)
+    p = np.exp(s - _safe(m)[:, None])
+    return PartialSoftmax(m, p.sum(axis=-1), p @ v_tile)
+
+
+def merge(a, b):
+    """Combine the states of two disjoint sets of keys: rescale both to the larger max."""
+    m = np.maximum(a.m, b.m)
+    alpha, beta = np.exp(a.m - _safe(m)), np.exp(b.m - _safe(m))
+    return PartialSoftmax(
+        m, alpha * a.l + beta * b.l, alpha[:, None] * a.acc + beta[:, None] * b.acc
+    )
+
+
+def finalize(state):
+    """out = acc / l and lse = m + log(l); a row that saw no key gets out 0, lse -inf."""
+    seen = state.l > 0
+    out = state.acc / np.where(seen, state.l, 1)[:, None]
+    with np.errstate(divide="ignore"):
+        lse = np.where(seen, state.m + np.log(np.where(seen, state.l, 1)), -np.inf)
+    return out, lse.astype(state.m.dtype, copy=False)
+
+
+def causal_offset(causal, t_q, t_k):
+    """Query i sees key j when j <= i + offset; None when not causal.
+
+    causal=True needs t_q == t_k; rectangular shapes need "top_left" or "bottom_right".
+    """
+    if causal is False:
+        return None
+    if causal is True:
+        if t_q != t_k:
+            raise ValueError(
+                f"causal=True is ambiguous for T_q = {t_q} != T_k = {t_k}: pass "
+                f"causal='bottom_right' (decoding, FlashAttention) or causal='top_left'"
+            )
+        return 0
+    if causal not in ALIGNMENTS:
+        raise ValueError(f"causal must be True, False or one of {ALIGNMENTS}, got {causal!r}")
+    return t_k - t_q if causal == "bottom_right" else 0
+
+
+def _flash_one(q, k, v, scale, offset, block_q, block_k):
+    """Tiled attention of one head: q (T_q, d), k (T_k, d), v (T_k, d_v)."""
+    t_q, t_k = q.shape[0], k.shape[0]
+    out = np.empty((t_q, v.shape[1]), dtype=q.dtype)
+    lse = np.empty(t_q, dtype=q.dtype)
+    for q0 in range(0, t_q, block_q):  # outer loop over query blocks (FlashAttention 2)
+        q1 = min(q0 + block_q, t_q)
+        rows = np.arange(q0, q1)
+        state = empty_state(q1 - q0, v.shape[1], q.dtype)
+        # causal: the last row of this block sees keys j <= q1 - 1 + offset, so stop there
+        k_end = t_k if offset is None else max(0, min(t_k, q1 + offset))
+        for k0 in range(0, k_end, block_k):  # inner loop streams key blocks
+            k1 = min(k0 + block_k, t_k)
+            s = (q[q0:q1] @ k[k0:k1].T) * scale
+            if offset is not None and k1 - 1 > q0 + offset:  # tile crosses the diagonal
+                s = np.where(np.arange(k0, k1)[None, :] <= rows[:, None] + offset, s, -np.inf)
+            state = merge(state, tile_state(s, v[k0:k1]))
+        out[q0:q1], lse[q0:q1] = finalize(state)
+    return out, lse
+
+
+def flash_attention(q, k, v, *, causal=False, block_q=64, block_k=64, scale=None, return_lse=False):
+    """Exact attention computed tile by tile; same result as attention(q, k, v).
+
+    q (..., T_q, d_k), k (..., T_k, d_k), v (..., T_k, d_v) -> (..., T_q, d_v),
+    and with return_lse also the log-sum-exp of every scaled score row (..., T_q).
+    causal: False, True (square), "top_left" or "bottom_right"; blocks entirely
+    above the diagonal are skipped, never computed.
+    """
+    q, k, v = check_qkv(q, k, v)
+    batch = leading_shape(q=q, k=k, v=v)
+    block_q, block_k = positive_int("block_q", block_q), positive_int("block_k", block_k)
+    scale = np.asarray(resolve_scale(scale, q.shape[-1]), dtype=q.dtype)
+    offset = causal_offset(causal, q.shape[-2], k.shape[-2])
+    dtype = np.result_type(q, k, v)
+    q, k, v = (np.broadcast_to(x, (*batch, *x.shape[-2:])).astype(dtype, copy=False) for x in (q, k, v))
+    out = np.empty((*batch, q.shape[-2], v.shape[-1]), dtype)
+    lse = np.empty((*batch, q.shape[-2]), dtype)
+    for index in np.ndindex(*batch):
+        out[index], lse[index] = _flash_one(q[index], k[index], v[index], scale, offset, block_q, block_k)
+    return (out, lse) if return_lse else out
+
+
+def weights_from_lse(q, k, lse, rows=None, *, causal=False, scale=None):
+    """Recover rows of the weight matrix exactly: A_ij = exp(scale q_i . k_j - lse_i).
+
+    q (..., T_q, d_k) and lse (..., T_q) are the full query block returned with
+    return_lse; rows selects query indices (default all). Returns (..., len(rows), T_k).
+    This is how one inspects attention that a fused kernel never materialised.
+    """
+    q = as_float_array("q", q)
+    k = as_float_array("k", k)
+    lse = as_float_array("lse", lse, allow_neg_inf=True)
+    if lse.shape != q.shape[:-1]:
+        raise ValueError(f"lse must have shape q.shape[:-1] = {q.shape[:-1]}, got {lse.shape}")
+    rows = np.arange(q.shape[-2]) if rows is None else np.atleast_1d(np.asarray(rows))
+    scale = resolve_scale(scale, q.shape[-1])
+    s = (q[..., rows, :] @ np.swapaxes(k, -1, -2)) * np.asarray(scale, q.dtype)
+    offset = causal_offset(causal, q.shape[-2], k.shape[-2])
+    if offset is not None:
+        s = np.where(np.arange(k.shape[-2]) <= rows[:, None] + offset, s, -np.inf)
+    lse_rows = lse[..., rows, None]
+    return np.where(np.isneginf(lse_rows), 0, np.exp(s - np.where(np.isneginf(lse_rows), 0, lse_rows)))

@@ -1,0 +1,89 @@
+"""Boolean attention masks: True means "this query may attend to this key".
+
+This is the convention of PyTorch's scaled_dot_product_attention. Masks have
+shape (T_q, T_k) (rows are queries, columns are keys) or broadcast to the
+scores (..., T_q, T_k). `to_additive` converts to the 0 / -inf form.
+"""
+import numpy as np
+
+from ._checks import positive_int
+
+ALIGNMENTS = ("top_left", "bottom_right")
+
+
+def causal(t_q, t_k=None, *, align=None):
+    """Causal mask (t_q, t_k): query i sees key j when j <= i + offset.
+
+    Square (t_k omitted or equal): the lower triangle, offset 0. Rectangular
+    shapes have two readings and the caller must choose one:
+    "top_left" (offset 0, PyTorch's is_causal) or "bottom_right" (offset
+    t_k - t_q: the last query sees every key, as in FlashAttention and KV-cache decoding).
+    """
+    t_q = positive_int("t_q", t_q)
+    t_k = t_q if t_k is None else positive_int("t_k", t_k)
+    if align is not None and align not in ALIGNMENTS:
+        raise ValueError(f"align must be one of {ALIGNMENTS}, got {align!r}")
+    if t_q != t_k and align is None:
+        raise ValueError(
+            f"a causal mask of shape (t_q, t_k) = ({t_q}, {t_k}) is ambiguous: pass "
+            f"align='bottom_right' (queries are the last t_q positions, as in decoding) "
+            f"or align='top_left' (queries are the first t_q positions, as torch's is_causal)"
+        )
+    offset = t_k - t_q if align == "bottom_right" else 0
+    return np.tri(t_q, t_k, k=offset, dtype=bool)
+
+
+def key_padding(lengths, t_k):
+    """Mask (B, 1, t_k) that hides padded keys: batch b sees keys j < lengths[b].
+
+    The singleton query axis broadcasts over every query of the sequence; add an
+    axis, mask[:, None], to broadcast over heads in (B, H, T_q, T_k).
+    """
+    t_k = positive_int("t_k", t_k)
+    lengths = np.asarray(lengths)
+    if lengths.ndim != 1 or not np.issubdtype(lengths.dtype, np.integer):
+        raise ValueError(
+            f"lengths must be a 1-D integer array of shape (B,), got dtype "
+            f"{lengths.dtype} with shape {lengths.shape}"
+        )
+    if np.any((lengths < 0) | (lengths > t_k)):
+        raise ValueError(f"every length must lie in [0, t_k={t_k}], got {lengths.tolist()}")
+    return (np.arange(t_k) < lengths[:, None])[:, None, :]
+
+
+def sliding_window(t, window):
+    """Causal sliding window (t, t): query i sees keys i - window < j <= i (Mistral)."""
+    t = positive_int("t", t)
+    window = positive_int("window", window)
+    i, j = np.indices((t, t))
+    return (j <= i) & (j > i - window)
+
+
+def sink_window(t, n_sink, window):
+    """StreamingLLM (t, t): the first n_sink keys plus a causal window of `window` keys."""
+    t = positive_int("t", t)
+    n_sink = positive_int("n_sink", n_sink, minimum=0)
+    sinks = np.arange(t) < n_sink
+    return sliding_window(t, window) | (causal(t) & sinks[None, :])
+
+
+def block_diagonal(segment_ids):
+    """Packed sequences: (..., T) segment ids -> (..., T, T), True where ids match.
+
+    Combine with causal(T) with `&` for packed causal language modelling.
+    """
+    segment_ids = np.asarray(segment_ids)
+    if segment_ids.ndim < 1 or not np.issubdtype(segment_ids.dtype, np.integer):
+        raise ValueError(
+            f"segment_ids must be an integer array of shape (..., T), got dtype "
+            f"{segment_ids.dtype} with shape {segment_ids.shape}"
+        )
+    return segment_ids[..., :, None] == segment_ids[..., None, :]
+
+
+def to_additive(mask, dtype=np.float32):
+    """Boolean mask -> additive mask of the given dtype: 0 where True, -inf where False."""
+    mask = np.asarray(mask)
+    if mask.dtype != np.bool_:
+        raise ValueError(f"mask must be boolean, got dtype {mask.dtype} with shape {mask.shape}")
+    return np.where(mask, 0, -np.inf).astype(dtype)

@@ -1,0 +1,88 @@
+"""Softmax and its relatives, stable for any finite input.
+
+Every function normalises along `axis` (the last one by default, the key axis
+of a score matrix (..., T_q, T_k)). An optional boolean `mask` (True = keep)
+removes entries before normalising: they get weight exactly 0, and a slice
+with nothing left gets all zeros instead of the 0/0 = NaN of the naive formula.
+"""
+import numpy as np
+
+from ._checks import as_float_array, as_mask
+
+
+def _prepare(x, axis, mask):
+    """Validated scores with masked entries set to -inf, and the safe row max.
+
+    The max is taken per slice along `axis` (never a global max: rows with
+    very different scales would underflow). A slice that is entirely -inf
+    gets max 0 so that x - max stays -inf rather than NaN.
+    """
+    x = as_float_array("x", x, allow_neg_inf=True)
+    if mask is not None:
+        x = np.where(as_mask(mask, x.shape), x, -np.inf).astype(x.dtype, copy=False)
+    m = np.max(x, axis=axis, keepdims=True, initial=-np.inf)
+    m = np.where(np.isneginf(m), 0, m).astype(x.dtype, copy=False)
+    return x, m
+
+
+def logsumexp(x, axis=-1, mask=None, keepdims=False):
+    """log(sum(exp(x))) along axis; -inf for an empty (fully masked) slice."""
+    x, m = _prepare(x, axis, mask)
+    with np.errstate(divide="ignore"):
+        out = m + np.log(np.sum(np.exp(x - m), axis=axis, keepdims=True))
+    return out if keepdims else np.squeeze(out, axis=axis)
+
+
+def log_softmax(x, axis=-1, mask=None):
+    """x - logsumexp(x); masked entries (log of weight 0) are -inf, as is a fully masked slice."""
+    x, _ = _prepare(x, axis, mask)
+    lse = logsumexp(x, axis=axis, keepdims=True)
+    return x - np.where(np.isneginf(lse), 0, lse).astype(x.dtype, copy=False)
+
+
+def softmax(x, axis=-1, mask=None):
+    """exp(x_i - m) / sum_j exp(x_j - m), with m the slice max; same shape and dtype.
+
+    Masked entries are exactly 0; a fully masked slice is all zeros.
+    """
+    x, m = _prepare(x, axis, mask)
+    e = np.exp(x - m)
+    total = np.sum(e, axis=axis, keepdims=True)
+    return e / np.where(total == 0, 1, total).astype(x.dtype, copy=False)
+
+
+def softmax_one(x, axis=-1):
+    """Off-by-one softmax exp(x_i) / (1 + sum_j exp(x_j)) (Miller, 2023).
+
+    Stable form: with m = max(0, max_j x_j), the "1" becomes exp(-m), so
+    out_i = exp(x_i - m) / (exp(-m) + sum_j exp(x_j - m)). Rows sum to less than 1.
+    """
+    x = as_float_array("x", x)
+    m = np.maximum(np.max(x, axis=axis, keepdims=True), 0).astype(x.dtype, copy=False)
+    e = np.exp(x - m)
+    return e / (np.exp(-m) + np.sum(e, axis=axis, keepdims=True))
+
+
+def sparsemax(x, axis=-1):
+    """Euclidean projection of x onto the probability simplex (Martins & Astudillo, 2016).
+
+    out_i = max(x_i - tau, 0) with tau chosen so the row sums to 1; low scores get
+    exactly 0, so rows lie on a face of the simplex.
+    """
+    x = np.moveaxis(as_float_array("x", x), axis, -1)
+    z = -np.sort(-x, axis=-1)  # descending
+    k = np.arange(1, x.shape[-1] + 1, dtype=x.dtype)
+    cumulative = np.cumsum(z, axis=-1)
+    in_support = 1 + k * z > cumulative
+    support_size = np.sum(in_support, axis=-1, keepdims=True)
+    tau = (np.take_along_axis(cumulative, support_size - 1, axis=-1) - 1) / support_size
+    return np.moveaxis(np.maximum(x - tau.astype(x.dtype), 0), -1, axis)
+
+
+def hardmax(x, axis=-1):
+    """One-hot argmax along axis (the first maximum on ties): a vertex of the simplex."""
+    x = as_float_array("x", x)
+    winner = np.expand_dims(np.argmax(x, axis=axis), axis)
+    out = np.zeros_like(x)
+    np.put_along_axis(out, winner, 1, axis=axis)
+    return out
