@@ -1,0 +1,144 @@
+"""Checks of the row invariants that return a report, not a bare bool.
+
+A report says how far the worst row is from the claim and which row it is, so
+the book can print it, the tests can assert on it and the grader can quote it.
+
+Tolerance: a row of n weights computed in floating point sums to 1 only up to
+rounding. Each of the n additions (and the exponentials and the division before
+them) contributes at most about one unit roundoff eps/2, so |sum - 1| is bounded
+by a small multiple of n * eps. The default atol is 4 * n * eps of the dtype
+(float32: eps = 1.19e-7; float64: eps = 2.2e-16), with a floor of 8 * eps.
+"""
+from dataclasses import dataclass
+
+import numpy as np
+
+from ._checks import as_mask
+
+
+def default_atol(n, dtype):
+    """4 * n * eps of dtype (floor 8 * eps): the row-sum slack that rounding allows."""
+    eps = np.finfo(dtype).eps if np.issubdtype(dtype, np.floating) else np.finfo(float).eps
+    return float(max(4 * n, 8) * eps)
+
+
+@dataclass(frozen=True)
+class RowReport:
+    """What the rows of a weight matrix (..., T_q, T_k) satisfy.
+
+    Fields are plain floats and ints; `worst_row` is the index (a tuple over
+    the leading and query axes) of the row whose sum is furthest from its target.
+    Fully masked rows (every key masked) have target sum 0; all others target 1.
+    """
+
+    shape: tuple
+    atol: float
+    finite: bool
+    min_entry: float
+    max_entry: float
+    min_row_sum: float
+    max_row_sum: float
+    worst_row: tuple
+    worst_row_error: float
+    masked_mass: float
+    empty_rows: int
+
+    @property
+    def entries_in_unit_interval(self):
+        return self.finite and self.min_entry >= 0 and self.max_entry <= 1
+
+    @property
+    def on_simplex(self):
+        """Every row is a probability distribution (masked entries 0, empty rows all 0)."""
+        return (
+            self.entries_in_unit_interval
+            and self.worst_row_error <= self.atol
+            and self.masked_mass == 0
+        )
+
+    @property
+    def sub_stochastic(self):
+        """Entries in [0, 1] and row sums at most 1 (softmax-1 rows, for instance)."""
+        return self.entries_in_unit_interval and self.max_row_sum <= 1 + self.atol
+
+    def __str__(self):
+        verdict = "on the simplex" if self.on_simplex else "NOT on the simplex"
+        return (
+            f"{self.shape} rows {verdict}: entries in [{self.min_entry:.3g}, "
+            f"{self.max_entry:.3g}], row sums in [{self.min_row_sum:.9g}, "
+            f"{self.max_row_sum:.9g}], worst row {self.worst_row} off by "
+            f"{self.worst_row_error:.3g} (atol {self.atol:.3g}), mass on masked keys "
+            f"{self.masked_mass:.3g}, {self.empty_rows} fully masked rows"
+        )
+
+
+def check_rows(weights, mask=None, atol=None):
+    """Report on the rows of weights (..., T_q, T_k), with an optional boolean mask."""
+    w = np.asarray(weights)
+    if w.ndim < 1 or w.shape[-1] == 0:
+        raise ValueError(f"weights must have shape (..., T_q, T_k) with T_k >= 1, got {w.shape}")
+    atol = default_atol(w.shape[-1], w.dtype) if atol is None else float(atol)
+    finite = bool(np.all(np.isfinite(w)))
+    allowed = np.ones(w.shape, bool) if mask is None else as_mask(mask, w.shape)
+    empty = ~allowed.any(axis=-1)
+    w64 = w.astype(np.float64)
+    sums = w64.sum(axis=-1)
+    error = np.abs(sums - np.where(empty, 0.0, 1.0))
+    error = np.where(np.isnan(error), np.inf, error)
+    worst = np.unravel_index(np.argmax(error), error.shape) if error.ndim else ()
+    return RowReport(
+        shape=w.shape,
+        atol=atol,
+        finite=finite,
+        min_entry=float(np.nanmin(w64)),
+        max_entry=float(np.nanmax(w64)),
+        min_row_sum=float(np.nanmin(sums)),
+        max_row_sum=float(np.nanmax(sums)),
+        worst_row=tuple(int(i) for i in worst),
+        worst_row_error=float(error[worst]),
+        masked_mass=float(np.abs(np.where(allowed, 0, w64)).sum()),
+        empty_rows=int(empty.sum()),
+    )
+
+
+@dataclass(frozen=True)
+class ConvexityReport:
+    """Is every output row the weighted average of the value rows its weights describe?"""
+
+    rows_on_simplex: bool
+    max_mix_error: float
+    max_hull_excess: float
+    atol: float
+
+    @property
+    def convex(self):
+        return self.rows_on_simplex and self.max_mix_error <= self.atol and self.max_hull_excess <= self.atol
+
+    def __str__(self):
+        verdict = "convex combinations" if self.convex else "NOT convex combinations"
+        return (
+            f"outputs are {verdict}: weights on simplex {self.rows_on_simplex}, "
+            f"|out - A v| up to {self.max_mix_error:.3g}, outside the per-coordinate "
+            f"hull of the attended values by up to {self.max_hull_excess:.3g} (atol {self.atol:.3g})"
+        )
+
+
+def check_convex_combination(output, weights, values, mask=None, atol=None):
+    """Check output (..., T_q, d_v) = weights (..., T_q, T_k) @ values (..., T_k, d_v).
+
+    Also checks that every output coordinate lies between the smallest and largest
+    value of that coordinate over the keys the row gives weight to (a necessary
+    condition for lying in their convex hull, exact up to rounding).
+    """
+    out, w, v = (np.asarray(a, dtype=np.float64) for a in (output, weights, values))
+    rows = check_rows(np.asarray(weights), mask=mask)
+    scale = max(1.0, float(np.abs(v).max(initial=0)))
+    atol = rows.atol * scale if atol is None else float(atol)
+    mix_error = float(np.abs(out - w @ v).max(initial=0))
+    used = (w > 0)[..., :, :, None]  # (..., T_q, T_k, 1)
+    vv = v[..., None, :, :]  # (..., 1, T_k, d_v)
+    low = np.where(used, vv, np.inf).min(axis=-2)
+    high = np.where(used, vv, -np.inf).max(axis=-2)
+    has_support = used.any(axis=-2)
+    excess = np.where(has_support, np.maximum(low - out, out - high), 0)
+    return ConvexityReport(rows.on_simplex, mix_error, float(np.max(excess, initial=0)), atol)

@@ -1,0 +1,87 @@
+"""The invariant reports catch what they claim to catch, and say where."""
+import numpy as np
+import pytest
+
+import attncore
+from attncore import invariants
+
+
+def random_weights(rng, shape, dtype=np.float64):
+    return attncore.softmax(rng.normal(size=shape).astype(dtype))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_softmax_rows_pass_with_default_tolerance(rng, dtype):
+    report = invariants.check_rows(random_weights(rng, (3, 50, 200), dtype))
+    assert report.on_simplex, str(report)
+    assert report.atol == pytest.approx(4 * 200 * np.finfo(dtype).eps)
+
+
+def test_report_names_the_worst_row(rng):
+    w = random_weights(rng, (2, 4, 6))
+    w[1, 2] *= 1.01
+    report = invariants.check_rows(w)
+    assert not report.on_simplex
+    assert report.worst_row == (1, 2)
+    assert report.worst_row_error == pytest.approx(0.01)
+    assert "(1, 2)" in str(report) and "NOT on the simplex" in str(report)
+
+
+def test_column_normalised_matrix_is_caught(rng):
+    scores = rng.normal(size=(4, 7))
+    report = invariants.check_rows(attncore.softmax(scores, axis=0))
+    assert not report.on_simplex
+
+
+def test_negative_and_large_entries_are_caught():
+    w = np.array([[1.5, -0.5], [0.5, 0.5]])
+    report = invariants.check_rows(w)
+    assert report.worst_row_error == 0  # sums are right...
+    assert not report.entries_in_unit_interval  # ...but entries are not
+    assert not report.on_simplex
+    assert report.min_entry == -0.5 and report.max_entry == 1.5
+
+
+def test_nan_is_never_on_the_simplex():
+    report = invariants.check_rows(np.array([[np.nan, 1.0], [0.5, 0.5]]))
+    assert not report.finite and not report.on_simplex
+    assert report.worst_row == (0,)
+
+
+def test_mass_on_masked_keys_and_fully_masked_rows(rng):
+    mask = attncore.masks.causal(4, 6, align="bottom_right")
+    mask[0] = False
+    w = attncore.softmax(rng.normal(size=(4, 6)), mask=mask)
+    report = invariants.check_rows(w, mask)
+    assert report.on_simplex and report.empty_rows == 1 and report.masked_mass == 0
+    leaky = attncore.softmax(rng.normal(size=(4, 6)))  # mask ignored
+    leaky_report = invariants.check_rows(leaky, mask)
+    assert leaky_report.masked_mass > 0 and not leaky_report.on_simplex
+    nan_row = w.copy()
+    nan_row[0] = 1 / 6  # the "uniform" answer for a fully masked row
+    assert not invariants.check_rows(nan_row, mask).on_simplex
+
+
+def test_softmax_one_is_sub_stochastic_not_stochastic(rng):
+    report = invariants.check_rows(attncore.softmax_one(rng.normal(size=(5, 3))))
+    assert report.sub_stochastic and not report.on_simplex
+    assert report.max_row_sum < 1
+
+
+def test_convex_combination_of_attention(rng):
+    q, k, v = rng.normal(size=(5, 4)), rng.normal(size=(8, 4)), rng.normal(size=(8, 3))
+    out, w = attncore.attention(q, k, v, return_weights=True)
+    assert invariants.check_convex_combination(out, w, v).convex
+    linear = (q @ k.T) @ v  # unnormalised weights: outputs leave the hull
+    report = invariants.check_convex_combination(linear, q @ k.T, v)
+    assert not report.convex and not report.rows_on_simplex
+
+
+def test_output_outside_hull_is_measured(rng):
+    v = np.array([[0.0, 0.0], [1.0, 0.0], [0.0, 1.0]])
+    w = np.array([[0.2, 0.3, 0.5]])
+    shifted = w @ v + 1.5  # (1.8, 2.0): beyond the largest x (1) and y (1) of the values
+    report = invariants.check_convex_combination(shifted, w, v)
+    assert report.max_mix_error == pytest.approx(1.5)
+    assert report.max_hull_excess == pytest.approx(1.0)
+    assert not report.convex
