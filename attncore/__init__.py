@@ -3,7 +3,7 @@
 Rows are queries, columns are keys, and every row of the weights lies on the
 probability simplex. Masks are boolean with True = "may attend".
 """
-from . import masks
+from . import invariants, masks
 from .attention import (
     attention,
     attention_scores,
@@ -21,6 +21,7 @@ __all__ = [
     "flash_attention",
     "grouped_query_attention",
     "hardmax",
+    "invariants",
     "kv_head_map",
     "log_softmax",
     "logsumexp",

@@ -73,22 +73,28 @@ def resolve_scale(scale, d_k):
     return float(scale)
 
 
-def check_qkv(q, k, v):
-    """Validate q (..., T_q, d_k), k (..., T_k, d_k), v (..., T_k, d_v).
-
-    Returns the three arrays; leading dimensions are checked by leading_shape.
-    """
+def check_qk(q, k):
+    """Validate q (..., T_q, d_k) and k (..., T_k, d_k); return them as float arrays."""
     q = as_float_array("q", q)
     k = as_float_array("k", k)
-    v = as_float_array("v", v)
     require_ndim("q", q, 2, "(..., T_q, d_k)")
     require_ndim("k", k, 2, "(..., T_k, d_k)")
-    require_ndim("v", v, 2, "(..., T_k, d_v)")
     if q.shape[-1] != k.shape[-1]:
         raise ValueError(
             f"q and k must share d_k (the last axis): q has shape {q.shape}, "
             f"k has shape {k.shape}"
         )
+    return q, k
+
+
+def check_qkv(q, k, v):
+    """Validate q (..., T_q, d_k), k (..., T_k, d_k), v (..., T_k, d_v).
+
+    Returns the three arrays; leading dimensions are checked by leading_shape.
+    """
+    q, k = check_qk(q, k)
+    v = as_float_array("v", v)
+    require_ndim("v", v, 2, "(..., T_k, d_v)")
     if k.shape[-2] != v.shape[-2]:
         raise ValueError(
             f"k and v must share T_k (the second-to-last axis): k has shape {k.shape}, "

@@ -6,21 +6,13 @@ Leading dimensions (batch, heads) broadcast.
 """
 import numpy as np
 
-from ._checks import as_float_array, as_mask, check_qkv, leading_shape, require_ndim, resolve_scale
+from ._checks import as_mask, check_qk, check_qkv, leading_shape, positive_int, require_ndim, resolve_scale
 from .softmax import softmax
 
 
 def attention_scores(q, k, scale=None):
     """S = scale * q k^T, shape (..., T_q, T_k); entry (i, j) = scale * q_i . k_j."""
-    q = as_float_array("q", q)
-    k = as_float_array("k", k)
-    require_ndim("q", q, 2, "(..., T_q, d_k)")
-    require_ndim("k", k, 2, "(..., T_k, d_k)")
-    if q.shape[-1] != k.shape[-1]:
-        raise ValueError(
-            f"q and k must share d_k (the last axis): q has shape {q.shape}, "
-            f"k has shape {k.shape}"
-        )
+    q, k = check_qk(q, k)
     leading_shape(q=q, k=k)
     scale = resolve_scale(scale, q.shape[-1])
     return (q @ np.swapaxes(k, -1, -2)) * np.asarray(scale, dtype=np.result_type(q, k))
@@ -52,7 +44,9 @@ def kv_head_map(n_q_heads, n_kv_heads):
     Query heads come in n_kv_heads consecutive groups ("repeat", not "tile"):
     with 8 query heads over 2 kv heads, heads 0-3 read kv head 0, heads 4-7 kv head 1.
     """
-    if n_kv_heads < 1 or n_q_heads % n_kv_heads != 0:
+    n_q_heads = positive_int("n_q_heads", n_q_heads)
+    n_kv_heads = positive_int("n_kv_heads", n_kv_heads)
+    if n_q_heads % n_kv_heads != 0:
         raise ValueError(
             f"the number of kv heads must divide the number of query heads, got "
             f"H_q = {n_q_heads} and H_kv = {n_kv_heads}"
@@ -79,7 +73,11 @@ def grouped_query_attention(q, k, v, mask=None, scale=None, return_weights=False
         )
     n_q_heads, t_q = q.shape[-3], q.shape[-2]
     n_kv_heads, t_k = k.shape[-3], k.shape[-2]
-    kv_head_map(n_q_heads, n_kv_heads)  # validates that H_kv divides H_q
+    if n_q_heads % n_kv_heads != 0:
+        raise ValueError(
+            f"the kv heads (axis -3 of k) must divide the query heads (axis -3 of q): "
+            f"q has shape {q.shape} (H_q = {n_q_heads}), k has shape {k.shape} (H_kv = {n_kv_heads})"
+        )
     group = n_q_heads // n_kv_heads
     batch = leading_shape(q=q[..., 0, :, :], k=k[..., 0, :, :], v=v[..., 0, :, :])
 

@@ -16,7 +16,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ._checks import as_float_array, check_qkv, leading_shape, positive_int, resolve_scale
+from ._checks import as_float_array, check_qk, check_qkv, leading_shape, positive_int, resolve_scale
 from .masks import ALIGNMENTS
 
 
@@ -70,9 +70,9 @@ def causal_offset(causal, t_q, t_k):
 
     causal=True needs t_q == t_k; rectangular shapes need "top_left" or "bottom_right".
     """
-    if causal is False:
+    if isinstance(causal, (bool, np.bool_)) and not causal:
         return None
-    if causal is True:
+    if isinstance(causal, (bool, np.bool_)):
         if t_q != t_k:
             raise ValueError(
                 f"causal=True is ambiguous for T_q = {t_q} != T_k = {t_k}: pass "
@@ -134,12 +134,12 @@ def weights_from_lse(q, k, lse, rows=None, *, causal=False, scale=None):
     return_lse; rows selects query indices (default all). Returns (..., len(rows), T_k).
     This is how one inspects attention that a fused kernel never materialised.
     """
-    q = as_float_array("q", q)
-    k = as_float_array("k", k)
+    q, k = check_qk(q, k)
     lse = as_float_array("lse", lse, allow_neg_inf=True)
-    if lse.shape != q.shape[:-1]:
-        raise ValueError(f"lse must have shape q.shape[:-1] = {q.shape[:-1]}, got {lse.shape}")
-    rows = np.arange(q.shape[-2]) if rows is None else np.atleast_1d(np.asarray(rows))
+    t_q = q.shape[-2]
+    if lse.ndim < 1 or lse.shape[-1] != t_q:
+        raise ValueError(f"lse must have shape (..., T_q) with T_q = {t_q} as q {q.shape}, got {lse.shape}")
+    rows = _row_indices(rows, t_q)
     scale = resolve_scale(scale, q.shape[-1])
     s = (q[..., rows, :] @ np.swapaxes(k, -1, -2)) * np.asarray(scale, q.dtype)
     offset = causal_offset(causal, q.shape[-2], k.shape[-2])
@@ -147,3 +147,13 @@ def weights_from_lse(q, k, lse, rows=None, *, causal=False, scale=None):
         s = np.where(np.arange(k.shape[-2]) <= rows[:, None] + offset, s, -np.inf)
     lse_rows = lse[..., rows, None]
     return np.where(np.isneginf(lse_rows), 0, np.exp(s - np.where(np.isneginf(lse_rows), 0, lse_rows)))
+
+
+def _row_indices(rows, t_q):
+    """rows as non-negative query indices (negative ones count from the end, as in NumPy)."""
+    if rows is None:
+        return np.arange(t_q)
+    rows = np.atleast_1d(np.asarray(rows))
+    if not np.issubdtype(rows.dtype, np.integer) or np.any((rows < -t_q) | (rows >= t_q)):
+        raise ValueError(f"rows must be integer query indices in [-{t_q}, {t_q}), got {rows.tolist()}")
+    return rows % t_q

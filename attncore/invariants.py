@@ -33,7 +33,7 @@ class RowReport:
 
     shape: tuple
     atol: float
-    finite: bool
+    nonfinite_rows: int
     min_entry: float
     max_entry: float
     min_row_sum: float
@@ -42,6 +42,10 @@ class RowReport:
     worst_row_error: float
     masked_mass: float
     empty_rows: int
+
+    @property
+    def finite(self):
+        return self.nonfinite_rows == 0
 
     @property
     def entries_in_unit_interval(self):
@@ -58,13 +62,18 @@ class RowReport:
 
     @property
     def sub_stochastic(self):
-        """Entries in [0, 1] and row sums at most 1 (softmax-1 rows, for instance)."""
-        return self.entries_in_unit_interval and self.max_row_sum <= 1 + self.atol
+        """Entries in [0, 1], nothing on masked keys, row sums at most 1 (softmax-1 rows)."""
+        return (
+            self.entries_in_unit_interval
+            and self.max_row_sum <= 1 + self.atol
+            and self.masked_mass == 0
+        )
 
     def __str__(self):
         verdict = "on the simplex" if self.on_simplex else "NOT on the simplex"
         return (
-            f"{self.shape} rows {verdict}: entries in [{self.min_entry:.3g}, "
+            f"{self.shape} rows {verdict}: {self.nonfinite_rows} rows with NaN or inf, "
+            f"entries (NaN aside) in [{self.min_entry:.3g}, "
             f"{self.max_entry:.3g}], row sums in [{self.min_row_sum:.9g}, "
             f"{self.max_row_sum:.9g}], worst row {self.worst_row} off by "
             f"{self.worst_row_error:.3g} (atol {self.atol:.3g}), mass on masked keys "
@@ -78,27 +87,33 @@ def check_rows(weights, mask=None, atol=None):
     if w.ndim < 1 or w.shape[-1] == 0:
         raise ValueError(f"weights must have shape (..., T_q, T_k) with T_k >= 1, got {w.shape}")
     atol = default_atol(w.shape[-1], w.dtype) if atol is None else float(atol)
-    finite = bool(np.all(np.isfinite(w)))
     allowed = np.ones(w.shape, bool) if mask is None else as_mask(mask, w.shape)
     empty = ~allowed.any(axis=-1)
     w64 = w.astype(np.float64)
-    sums = w64.sum(axis=-1)
-    error = np.abs(sums - np.where(empty, 0.0, 1.0))
+    with np.errstate(invalid="ignore", over="ignore"):  # NaN and inf rows are reported, not warned
+        sums = w64.sum(axis=-1)
+        error = np.abs(sums - np.where(empty, 0.0, 1.0))
     error = np.where(np.isnan(error), np.inf, error)
     worst = np.unravel_index(np.argmax(error), error.shape) if error.ndim else ()
     return RowReport(
         shape=w.shape,
         atol=atol,
-        finite=finite,
-        min_entry=float(np.nanmin(w64)),
-        max_entry=float(np.nanmax(w64)),
-        min_row_sum=float(np.nanmin(sums)),
-        max_row_sum=float(np.nanmax(sums)),
+        nonfinite_rows=int((~np.isfinite(w64).all(axis=-1)).sum()),
+        min_entry=_ignoring_nan(np.min, w64),
+        max_entry=_ignoring_nan(np.max, w64),
+        min_row_sum=_ignoring_nan(np.min, sums),
+        max_row_sum=_ignoring_nan(np.max, sums),
         worst_row=tuple(int(i) for i in worst),
         worst_row_error=float(error[worst]),
         masked_mass=float(np.abs(np.where(allowed, 0, w64)).sum()),
         empty_rows=int(empty.sum()),
     )
+
+
+def _ignoring_nan(reduce, x):
+    """reduce over the non-NaN entries of x; NaN when there are none."""
+    x = x[~np.isnan(x)]
+    return float(reduce(x)) if x.size else float("nan")
 
 
 @dataclass(frozen=True)

@@ -51,14 +51,15 @@ def softmax(x, axis=-1, mask=None):
     return e / np.where(total == 0, 1, total).astype(x.dtype, copy=False)
 
 
-def softmax_one(x, axis=-1):
+def softmax_one(x, axis=-1, mask=None):
     """Off-by-one softmax exp(x_i) / (1 + sum_j exp(x_j)) (Miller, 2023).
 
     Stable form: with m = max(0, max_j x_j), the "1" becomes exp(-m), so
-    out_i = exp(x_i - m) / (exp(-m) + sum_j exp(x_j - m)). Rows sum to less than 1.
+    out_i = exp(x_i - m) / (exp(-m) + sum_j exp(x_j - m)). Rows sum to less than 1;
+    masked entries are 0 and a fully masked slice is all zeros (the "1" keeps it finite).
     """
-    x = as_float_array("x", x)
-    m = np.maximum(np.max(x, axis=axis, keepdims=True), 0).astype(x.dtype, copy=False)
+    x, m = _prepare(x, axis, mask)
+    m = np.maximum(m, 0).astype(x.dtype, copy=False)
     e = np.exp(x - m)
     return e / (np.exp(-m) + np.sum(e, axis=axis, keepdims=True))
 

@@ -5,7 +5,8 @@ Hypothesis profiles (select with the HYPOTHESIS_PROFILE environment variable):
 - "ci" (default): derandomized, so every run of the suite (a laptop, CI on a fresh
   clone) tests the same examples and a failure reproduces exactly; no deadline,
   because timings of NumPy code on shared CI machines are noisy; no example
-  database, so running the tests writes nothing into the working tree.
+  database, since derandomized runs replay nothing from it (Hypothesis may still
+  cache constants under .hypothesis/, which .gitignore covers).
 - "dev": randomized with more examples, for hunting bugs locally:
   HYPOTHESIS_PROFILE=dev python -m pytest tests
 """

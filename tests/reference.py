@@ -262,3 +262,67 @@ def block_diagonal(segment_ids):
 def key_padding(lengths, t_k):
     """(B, 1, t_k): batch b sees key j iff j < lengths[b]."""
     return [[[j < int(n) for j in range(t_k)]] for n in lengths]
+
+
+# --------------------------------------------------------------------------- tolerances
+#
+# The library computes in the input dtype, the references above in float64 on
+# the very same (exactly representable) input values, so the difference is the
+# library's rounding error. The bounds below are first-order error analyses
+# with eps = machine epsilon of the dtype (2 * unit roundoff), i.e. with a
+# built-in safety factor of 2 over the unit-roundoff bounds.
+
+
+def eps(dtype):
+    import numpy as np
+
+    return float(np.finfo(dtype).eps)
+
+
+def softmax_atol(dtype, n, spread):
+    """Absolute error of softmax entries for a row of n scores with max - min <= spread.
+
+    x_i - m rounds with absolute error <= u * spread, which exp turns into a
+    relative error u * spread; exp itself adds a few ulps; the row sum adds
+    (n - 1) u and the division u. Entries are <= 1, so the relative bound is
+    also an absolute one: 4 * eps * (spread + n) covers all of it.
+    """
+    return 4 * eps(dtype) * (spread + n)
+
+
+def simplex_atol(dtype, n):
+    """|sum of a softmax row - 1| for n entries, whatever the scores.
+
+    With e_i the computed exponentials, sum_i e_i / sum_j e_j is exactly 1, so
+    the error of exp cancels; what remains is the rounding of the denominator
+    ((n - 1) u), of each division (u) and of the final sum ((n - 1) u):
+    (2n - 1) u < n * eps. We allow 2 * n * eps.
+    """
+    return 2 * n * eps(dtype)
+
+
+def attention_atol(dtype, d, t_k, bound, v_bound=None):
+    """(weights_atol, out_atol) for |q|, |k| <= bound, |v| <= v_bound, head dim d.
+
+    A score is scale * (a d-term dot product): absolute error <= (d + 2) u * scale * d * bound^2.
+    A weight moves by at most 2x the largest score error (relative), plus the softmax
+    rounding of a row whose spread is <= 2 * scale * d * bound^2. An output entry is a
+    t_k-term sum of weight * value: error <= t_k * weights_atol * v_bound + t_k u v_bound.
+    """
+    import math
+
+    v_bound = bound if v_bound is None else v_bound
+    scale = 1.0 / math.sqrt(d)
+    score_err = (d + 2) * eps(dtype) * scale * d * bound**2
+    weights_atol = 2 * score_err + softmax_atol(dtype, t_k, 2 * scale * d * bound**2)
+    out_atol = t_k * (weights_atol + eps(dtype)) * v_bound
+    # products weight * value that fall among the subnormals lose their relative
+    # accuracy: each may be off by up to the smallest subnormal
+    out_atol += t_k * smallest_subnormal(dtype)
+    return weights_atol, out_atol
+
+
+def smallest_subnormal(dtype):
+    import numpy as np
+
+    return float(np.finfo(dtype).smallest_subnormal)

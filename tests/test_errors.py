@@ -1,0 +1,300 @@
+"""Every bad input raises ValueError with a message that names the argument and
+what it got (its shape, dtype or value), so a learner knows which array to fix."""
+import re
+
+import numpy as np
+import pytest
+
+import attncore as ac
+from attncore import masks
+
+
+def _z(*shape, dtype=np.float64):
+    return np.zeros(shape, dtype)
+
+
+def _shape(shape):
+    """Regex for a shape as Python prints it: (3, 4)."""
+    return re.escape(str(tuple(shape)))
+
+
+def _attention_callers():
+    """Every public function taking (q, k, v), as name -> f(q, k, v).
+
+    The tests below give them 3-D arrays (one head) so that grouped_query_attention,
+    which needs a head axis, sees the same arrays and must report the same shapes.
+    """
+    return {
+        "attention": lambda q, k, v: ac.attention(q, k, v),
+        "flash_attention": lambda q, k, v: ac.flash_attention(q, k, v),
+        "grouped_query_attention": lambda q, k, v: ac.grouped_query_attention(q, k, v),
+    }
+
+
+CALLERS = _attention_callers()
+
+
+# --------------------------------------------------------------------------- shapes
+
+
+@pytest.mark.parametrize("name", CALLERS)
+def test_q_and_k_with_different_d_k(name):
+    with pytest.raises(ValueError, match=r"q and k must share d_k.*q has shape .*4\).*k has shape .*3\)"):
+        CALLERS[name](_z(1, 3, 4), _z(1, 5, 3), _z(1, 5, 2))
+
+
+def test_q_and_k_with_different_d_k_scores_and_weights():
+    match = r"d_k.*q has shape \(3, 4\), k has shape \(5, 3\)"
+    with pytest.raises(ValueError, match=match):
+        ac.attention_scores(_z(3, 4), _z(5, 3))
+    with pytest.raises(ValueError, match=match):
+        ac.attention_weights(_z(3, 4), _z(5, 3))
+
+
+def test_q_and_k_with_different_d_k_weights_from_lse():
+    # weights_from_lse is public too: the mismatch must be reported in attncore's words,
+    # naming q and k and their shapes, not as a NumPy matmul error
+    with pytest.raises(ValueError, match=r"q.*\(5, 4\).*k.*\(5, 3\)"):
+        ac.weights_from_lse(_z(5, 4), _z(5, 3), _z(5))
+
+
+@pytest.mark.parametrize("name", CALLERS)
+def test_k_and_v_with_different_t_k(name):
+    with pytest.raises(ValueError, match=r"k and v must share T_k.*k has shape .*5, 4\).*v has shape .*6, 2\)"):
+        CALLERS[name](_z(1, 3, 4), _z(1, 5, 4), _z(1, 6, 2))
+
+
+def test_arrays_with_too_few_dimensions():
+    with pytest.raises(ValueError, match=r"q must have shape \(\.\.\., T_q, d_k\), got shape \(4,\)"):
+        ac.attention(_z(4), _z(5, 4), _z(5, 4))
+    with pytest.raises(ValueError, match=r"v must have shape .*got shape \(5,\)"):
+        ac.flash_attention(_z(3, 4), _z(5, 4), _z(5))
+
+
+def test_gqa_needs_a_head_axis():
+    with pytest.raises(ValueError, match=r"q must have shape \(\.\.\., H_q, T_q, d\), got shape \(3, 4\)"):
+        ac.grouped_query_attention(_z(3, 4), _z(1, 5, 4), _z(1, 5, 4))
+
+
+def test_leading_dimensions_that_do_not_broadcast():
+    match = r"leading \(batch, head\) dimensions must broadcast.*q \(2, 3, 4\), k \(3, 5, 4\)"
+    with pytest.raises(ValueError, match=match):
+        ac.attention(_z(2, 3, 4), _z(3, 5, 4), _z(3, 5, 4))
+    with pytest.raises(ValueError, match=match):
+        ac.flash_attention(_z(2, 3, 4), _z(3, 5, 4), _z(3, 5, 4))
+    with pytest.raises(ValueError, match=match):
+        ac.attention_scores(_z(2, 3, 4), _z(3, 5, 4))
+
+
+# --------------------------------------------------------------------------- masks given to attention
+
+
+@pytest.mark.parametrize(
+    "mask_shape,scores_shape", [((3, 4), (3, 5)), ((5, 3), (3, 5)), ((2, 3, 5), (3, 5)), ((4, 1, 5), (2, 3, 5))]
+)
+def test_mask_that_does_not_broadcast(mask_shape, scores_shape):
+    q = _z(*scores_shape[:-2], scores_shape[-2], 4)
+    k = v = _z(*scores_shape[:-2], scores_shape[-1], 4)
+    match = rf"mask with shape {_shape(mask_shape)} does not broadcast to the scores, shape {_shape(scores_shape)}"
+    with pytest.raises(ValueError, match=match):
+        ac.attention(q, k, v, mask=np.ones(mask_shape, bool))
+    with pytest.raises(ValueError, match=match):
+        ac.softmax(_z(*scores_shape), mask=np.ones(mask_shape, bool))
+
+
+def test_gqa_mask_that_does_not_broadcast():
+    with pytest.raises(ValueError, match=r"mask with shape \(3, 4\) does not broadcast"):
+        ac.grouped_query_attention(_z(4, 3, 2), _z(2, 5, 2), _z(2, 5, 2), mask=np.ones((3, 4), bool))
+
+
+@pytest.mark.parametrize(
+    "mask", [np.ones((3, 5), np.int64), np.zeros((3, 5), np.float32), masks.to_additive(np.ones((3, 5), bool))],
+    ids=["int", "float", "additive"],
+)
+def test_non_boolean_mask(mask):
+    match = rf"mask must be a boolean array.*got dtype {mask.dtype} with shape \(3, 5\)"
+    with pytest.raises(ValueError, match=match):
+        ac.attention(_z(3, 4), _z(5, 4), _z(5, 4), mask=mask)
+    with pytest.raises(ValueError, match=match):
+        ac.attention_weights(_z(3, 4), _z(5, 4), mask=mask)
+    with pytest.raises(ValueError, match=match):
+        ac.softmax(_z(3, 5), mask=mask)
+    with pytest.raises(ValueError, match=match):
+        ac.logsumexp(_z(3, 5), mask=mask)
+    with pytest.raises(ValueError, match=match):
+        ac.grouped_query_attention(_z(1, 3, 4), _z(1, 5, 4), _z(1, 5, 4), mask=mask)
+
+
+def test_to_additive_rejects_non_boolean():
+    with pytest.raises(ValueError, match=r"mask must be boolean, got dtype int64 with shape \(2, 2\)"):
+        masks.to_additive(np.ones((2, 2), np.int64))
+
+
+# --------------------------------------------------------------------------- dtypes and values
+
+
+@pytest.mark.parametrize("which", ["q", "k", "v"])
+@pytest.mark.parametrize("int_dtype", [np.int64, np.int32, np.bool_])
+def test_integer_inputs(which, int_dtype):
+    arrays = {"q": _z(1, 3, 4), "k": _z(1, 5, 4), "v": _z(1, 5, 2)}
+    arrays[which] = arrays[which].astype(int_dtype)
+    shape = arrays[which].shape
+    match = rf"{which} must be a floating-point array.*got dtype {np.dtype(int_dtype)} with shape {_shape(shape)}"
+    for name, call in CALLERS.items():
+        with pytest.raises(ValueError, match=match):
+            call(**arrays)
+
+
+@pytest.mark.parametrize(
+    "fn", [ac.softmax, ac.log_softmax, ac.logsumexp, ac.softmax_one, ac.sparsemax, ac.hardmax],
+    ids=lambda f: f.__name__,
+)
+def test_integer_scores(fn):
+    with pytest.raises(ValueError, match=r"x must be a floating-point array.*got dtype int64 with shape \(2, 3\)"):
+        fn(np.ones((2, 3), np.int64))
+
+
+@pytest.mark.parametrize("which", ["q", "k", "v"])
+@pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf])
+def test_nan_or_inf_in_q_k_v(which, bad):
+    arrays = {"q": _z(1, 3, 4), "k": _z(1, 5, 4), "v": _z(1, 5, 2)}
+    arrays[which] = arrays[which].copy()
+    arrays[which][0, 2, 1] = bad
+    shape = arrays[which].shape
+    match = rf"{which} must be finite, got {re.escape(str(bad))} at index \(0, 2, 1\) \(array shape {_shape(shape)}\)"
+    for name, call in CALLERS.items():
+        with pytest.raises(ValueError, match=match):
+            call(**arrays)
+
+
+def test_nan_or_inf_in_scores():
+    x = _z(2, 3)
+    x[0, 1] = np.nan
+    for fn in (ac.softmax, ac.log_softmax, ac.logsumexp, ac.sparsemax, ac.hardmax, ac.softmax_one):
+        with pytest.raises(ValueError, match=r"x must be (finite|finite or -inf), got nan at index \(0, 1\) \(array shape \(2, 3\)\)"):
+            fn(x)
+    x[0, 1] = np.inf  # +inf is never a valid score
+    with pytest.raises(ValueError, match=r"x must be finite or -inf, got inf at index \(0, 1\)"):
+        ac.softmax(x)
+
+
+def test_bad_scale():
+    for scale in (0, -1.0, np.nan, np.inf, "2"):
+        with pytest.raises(ValueError, match=r"scale must be a positive finite number, got"):
+            ac.attention(_z(3, 4), _z(5, 4), _z(5, 4), scale=scale)
+        with pytest.raises(ValueError, match=r"scale must be a positive finite number"):
+            ac.flash_attention(_z(3, 4), _z(5, 4), _z(5, 4), scale=scale)
+
+
+# --------------------------------------------------------------------------- heads
+
+
+def test_heads_that_do_not_divide():
+    with pytest.raises(
+        ValueError,
+        match=r"kv heads \(axis -3 of k\) must divide the query heads.*"
+        r"q has shape \(6, 3, 4\) \(H_q = 6\), k has shape \(4, 5, 4\) \(H_kv = 4\)",
+    ):
+        ac.grouped_query_attention(_z(6, 3, 4), _z(4, 5, 4), _z(4, 5, 4))
+    with pytest.raises(ValueError, match=r"H_q = 8 and H_kv = 3"):
+        ac.kv_head_map(8, 3)
+    with pytest.raises(ValueError, match=r"n_kv_heads must be an integer >= 1, got 0"):
+        ac.kv_head_map(8, 0)
+    with pytest.raises(ValueError, match=r"n_kv_heads must be an integer >= 1, got 2.0"):
+        ac.kv_head_map(8, 2.0)
+
+
+def test_k_and_v_with_different_kv_heads():
+    with pytest.raises(ValueError, match=r"same number of kv heads.*k has shape \(2, 5, 4\), v has shape \(1, 5, 4\)"):
+        ac.grouped_query_attention(_z(4, 3, 4), _z(2, 5, 4), _z(1, 5, 4))
+
+
+# --------------------------------------------------------------------------- flash
+
+
+@pytest.mark.parametrize("arg", ["block_q", "block_k"])
+@pytest.mark.parametrize("value", [0, -3])
+def test_block_sizes_below_one(arg, value):
+    with pytest.raises(ValueError, match=rf"{arg} must be an integer >= 1, got {value}"):
+        ac.flash_attention(_z(3, 4), _z(5, 4), _z(5, 4), **{arg: value})
+
+
+@pytest.mark.parametrize("value", [2.5, "4", True, None])
+def test_block_sizes_that_are_not_integers(value):
+    with pytest.raises(ValueError, match=rf"block_k must be an integer >= 1, got {re.escape(repr(value))}"):
+        ac.flash_attention(_z(3, 4), _z(5, 4), _z(5, 4), block_k=value)
+
+
+def test_causal_true_with_rectangular_shapes():
+    with pytest.raises(ValueError, match=r"causal=True is ambiguous for T_q = 3 != T_k = 5"):
+        ac.flash_attention(_z(3, 4), _z(5, 4), _z(5, 4), causal=True)
+    with pytest.raises(ValueError, match=r"causal=True is ambiguous for T_q = 3 != T_k = 5"):
+        ac.weights_from_lse(_z(3, 4), _z(5, 4), _z(3), causal=True)
+
+
+@pytest.mark.parametrize("causal", ["top-left", "lower", 1, "bottom_right "])
+def test_bad_causal_value(causal):
+    with pytest.raises(ValueError, match=rf"causal must be True, False or one of .*got {re.escape(repr(causal))}"):
+        ac.flash_attention(_z(3, 4), _z(5, 4), _z(5, 4), causal=causal)
+
+
+def test_lse_with_the_wrong_shape():
+    with pytest.raises(ValueError, match=r"lse must have shape \(\.\.\., T_q\) with T_q = 3 as q \(3, 4\), got \(4,\)"):
+        ac.weights_from_lse(_z(3, 4), _z(5, 4), _z(4))
+    with pytest.raises(ValueError, match=r"lse must be finite or -inf, got nan"):
+        ac.weights_from_lse(_z(3, 4), _z(5, 4), np.full(3, np.nan))
+
+
+# --------------------------------------------------------------------------- mask constructors
+
+
+def test_rectangular_causal_without_align():
+    with pytest.raises(ValueError, match=r"causal mask of shape \(t_q, t_k\) = \(3, 5\) is ambiguous.*align="):
+        masks.causal(3, 5)
+    with pytest.raises(ValueError, match=r"\(5, 3\) is ambiguous"):
+        masks.causal(5, 3)
+
+
+@pytest.mark.parametrize("align", ["top-left", "bottom", "", "BOTTOM_RIGHT"])
+def test_bad_align(align):
+    with pytest.raises(ValueError, match=rf"align must be one of \('top_left', 'bottom_right'\), got {re.escape(repr(align))}"):
+        masks.causal(3, 5, align=align)
+    with pytest.raises(ValueError, match=r"align must be one of"):
+        masks.causal(4, align=align)  # even when the square shape needs no alignment
+
+
+@pytest.mark.parametrize("lengths", [[1, 5], [-1, 2], [7]])
+def test_key_padding_lengths_out_of_range(lengths):
+    with pytest.raises(ValueError, match=rf"every length must lie in \[0, t_k=4\], got {re.escape(str(lengths))}"):
+        masks.key_padding(np.array(lengths), 4)
+
+
+@pytest.mark.parametrize(
+    "lengths,desc",
+    [(np.array([[1, 2], [3, 4]]), r"dtype int64 with shape \(2, 2\)"),
+     (np.array([1.0, 2.0]), r"dtype float64 with shape \(2,\)"),
+     (np.array(3), r"dtype int64 with shape \(\)")],
+)
+def test_key_padding_lengths_with_bad_shape_or_dtype(lengths, desc):
+    with pytest.raises(ValueError, match=rf"lengths must be a 1-D integer array of shape \(B,\), got {desc}"):
+        masks.key_padding(lengths, 4)
+
+
+@pytest.mark.parametrize(
+    "call,match",
+    [
+        (lambda: masks.causal(0), r"t_q must be an integer >= 1, got 0"),
+        (lambda: masks.causal(3, 0, align="top_left"), r"t_k must be an integer >= 1, got 0"),
+        (lambda: masks.causal(2.0), r"t_q must be an integer >= 1, got 2.0"),
+        (lambda: masks.key_padding([1], 0), r"t_k must be an integer >= 1, got 0"),
+        (lambda: masks.sliding_window(4, 0), r"window must be an integer >= 1, got 0"),
+        (lambda: masks.sliding_window(0, 2), r"t must be an integer >= 1, got 0"),
+        (lambda: masks.sink_window(4, -1, 2), r"n_sink must be an integer >= 0, got -1"),
+        (lambda: masks.sink_window(4, 1, 0), r"window must be an integer >= 1, got 0"),
+        (lambda: masks.block_diagonal(np.array([0.0, 1.0])), r"segment_ids must be an integer array .*got dtype float64 with shape \(2,\)"),
+        (lambda: masks.block_diagonal(np.array(3)), r"segment_ids must be an integer array .*shape \(\)"),
+    ],
+)
+def test_mask_constructor_arguments(call, match):
+    with pytest.raises(ValueError, match=match):
+        call()
