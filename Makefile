@@ -6,7 +6,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-stamp
 
-.PHONY: book test install bench clean
+.PHONY: book test install notebooks bench clean
 
 install: $(STAMP)
 
@@ -19,8 +19,14 @@ $(STAMP): pyproject.toml
 book: $(STAMP)
 	$(VENV)/bin/jupyter-book build . --builder html -W -n --keep-going
 
-test: $(STAMP)
+# The site tests need the built site, so `make test` builds it first.
+test: book
 	$(PY) -m pytest
+
+# Pair every chapter with a notebook for the launch buttons (Colab, Binder);
+# --update keeps existing cell ids so regenerating gives no spurious diff.
+notebooks: $(STAMP)
+	$(VENV)/bin/jupytext --quiet --update --to ipynb $(wildcard book/*.md book/*/*.md)
 
 bench: $(STAMP)
 	$(PY) -m benchmarks.harness
