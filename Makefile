@@ -6,7 +6,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-stamp
 
-.PHONY: book test install notebooks bench clean
+.PHONY: book test install notebooks exercises bench clean
 
 install: $(STAMP)
 
@@ -27,6 +27,12 @@ test: book
 # --update keeps existing cell ids so regenerating gives no spurious diff.
 notebooks: $(STAMP)
 	$(VENV)/bin/jupytext --quiet --update --to ipynb $(wildcard book/*.md book/*/*.md)
+
+# Regenerate the released exercises from solutions/ (commit the result).
+exercises: $(STAMP)
+	cd $(CURDIR) && for a in $(notdir $(wildcard solutions/*)); do \
+		PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(VENV)/bin/nbgrader generate_assignment $$a --force --log-level=WARN || exit 1; \
+	done
 
 bench: $(STAMP)
 	$(PY) -m benchmarks.harness

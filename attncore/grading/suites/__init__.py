@@ -1,0 +1,1 @@
+"""One module per assignment: the FunctionSpecs of the functions learners write."""

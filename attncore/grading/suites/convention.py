@@ -1,0 +1,131 @@
+"""01-convention: attention_scores, attention_weights, attention for 2-D Q, K, V."""
+import numpy as np
+
+import attncore
+
+from ..probe import Case, FunctionSpec, Misconception
+from .common import (
+    TRANSPOSED, TRANSPOSED_FIX, arrays, effective_scale, rows_of_different_scales,
+    scale_misconception, softmax_misconceptions, softmax_scale,
+)
+
+ASSIGNMENT = "01-convention"
+FORBIDDEN = ("attention_scores", "attention_weights", "attention")
+
+
+def qk(seed, t_q, t_k, d_k, **kw):
+    q, k = arrays(seed, (t_q, d_k), (t_k, d_k), **kw)
+    return {"Q": q, "K": k}
+
+
+def qkv(seed, t_q, t_k, d_k, d_v, **kw):
+    q, k, v = arrays(seed, (t_q, d_k), (t_k, d_k), (t_k, d_v), **kw)
+    return {"Q": q, "K": k, "V": v}
+
+
+def with_row_scales(seed, t_q, t_k, d_k, d_v=None):
+    """Q, K whose score rows sit at offsets -1e4, 0, 1e4: a global max would underflow rows."""
+    args = qkv(seed, t_q, t_k, d_k, d_v) if d_v else qk(seed, t_q, t_k, d_k)
+    target = rows_of_different_scales(seed, t_q, t_k)
+    # choose Q so that Q K^T / sqrt(d_k) = target exactly (least squares, d_k >= t_k)
+    args["Q"] = np.linalg.lstsq(args["K"], target.T * np.sqrt(d_k), rcond=None)[0].T
+    return args
+
+
+def raw_scores(args):
+    return args["Q"] @ args["K"].T
+
+
+CASES_QK = {
+    "basic": [Case("2 queries, 3 keys, d_k = 4: rectangular", lambda: qk(1, 2, 3, 4))],
+    "hidden": [
+        Case("4 queries, 4 keys, d_k = 3: square but not symmetric", lambda: qk(2, 4, 4, 3)),
+        Case("1 query, 5 keys, d_k = 8: a decoding step", lambda: qk(3, 1, 5, 8)),
+        Case("5 queries, 2 keys, d_k = 16, float32", lambda: qk(4, 5, 2, 16, dtype=np.float32)),
+    ],
+    "extreme": [
+        Case("3 queries, 6 keys, d_k = 16, float32, scores in the hundreds",
+             lambda: qk(5, 3, 6, 16, dtype=np.float32, scale=12.0)),
+        Case("4 queries, 4 keys, d_k = 8: rows at offsets -1e4, 0, 1e4",
+             lambda: with_row_scales(6, 4, 4, 8)),
+    ],
+}
+CASES_QKV = {
+    "basic": [Case("2 queries, 3 keys, d_k = 4, d_v = 2: rectangular", lambda: qkv(1, 2, 3, 4, 2))],
+    "hidden": [
+        Case("4 queries, 4 keys, d_k = 3, d_v = 5: square but not symmetric",
+             lambda: qkv(2, 4, 4, 3, 5)),
+        Case("1 query, 5 keys, d_k = 8, d_v = 3: a decoding step", lambda: qkv(3, 1, 5, 8, 3)),
+        Case("5 queries, 2 keys, d_k = 16, d_v = 4, float32",
+             lambda: qkv(4, 5, 2, 16, 4, dtype=np.float32)),
+    ],
+    "extreme": [
+        Case("3 queries, 6 keys, d_k = 16, d_v = 2, float32, scores in the hundreds",
+             lambda: qkv(5, 3, 6, 16, 2, dtype=np.float32, scale=12.0)),
+        Case("4 queries, 4 keys, d_k = 8, d_v = 3: rows at offsets -1e4, 0, 1e4",
+             lambda: with_row_scales(6, 4, 4, 8, 3)),
+    ],
+}
+
+
+def _scores(softmax_fn):
+    return lambda Q, K: softmax_fn(Q @ K.T / np.sqrt(Q.shape[-1]))
+
+
+def _outputs(softmax_fn):
+    return lambda Q, K, V: softmax_fn(Q @ K.T / np.sqrt(Q.shape[-1])) @ V
+
+
+def _transposed_weights(Q, K):
+    return attncore.softmax(K @ Q.T / np.sqrt(Q.shape[-1]))
+
+
+def _weights_transposed_in_output(Q, K, V):
+    return attncore.attention_weights(Q, K).T @ V
+
+
+def _values_on_the_left(Q, K, V):
+    return V.T @ attncore.attention_weights(Q, K).T
+
+
+SPECS = [
+    FunctionSpec(
+        name="attention_scores",
+        reference=lambda Q, K: attncore.attention_scores(Q, K),
+        suites={"basic": CASES_QK["basic"], "hidden": CASES_QK["hidden"]},
+        misconceptions=[
+            Misconception(TRANSPOSED, TRANSPOSED_FIX, wrong=lambda Q, K: K @ Q.T / np.sqrt(Q.shape[-1])),
+            scale_misconception(raw_scores, effective_scale),
+        ],
+        forbidden=FORBIDDEN,
+    ),
+    FunctionSpec(
+        name="attention_weights",
+        reference=lambda Q, K: attncore.attention_weights(Q, K),
+        suites=CASES_QK,
+        misconceptions=[
+            Misconception(TRANSPOSED, TRANSPOSED_FIX, wrong=_transposed_weights),
+            *softmax_misconceptions(_scores),
+            scale_misconception(raw_scores, softmax_scale),
+        ],
+        forbidden=FORBIDDEN,
+    ),
+    FunctionSpec(
+        name="attention",
+        reference=lambda Q, K, V: attncore.attention(Q, K, V),
+        suites=CASES_QKV,
+        misconceptions=[
+            Misconception(TRANSPOSED, TRANSPOSED_FIX,
+                          wrong=lambda Q, K, V: _transposed_weights(Q, K) @ V),
+            Misconception("weights transposed in the output (A^T V)",
+                          "output row i is sum_j A[i, j] v_j, that is A @ V with A of shape "
+                          "(T_q, T_k); A.T @ V mixes the values with a column of A instead.",
+                          wrong=_weights_transposed_in_output),
+            Misconception("values multiplied on the wrong side (V^T A^T)",
+                          "the output has one row per query: A @ V with shape (T_q, d_v).",
+                          wrong=_values_on_the_left),
+            *softmax_misconceptions(_outputs),
+        ],
+        forbidden=FORBIDDEN,
+    ),
+]

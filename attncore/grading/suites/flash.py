@@ -1,0 +1,3 @@
+"""05-flash: written by the assignment author (in progress)."""
+ASSIGNMENT = "05-flash"
+SPECS = []

@@ -1,0 +1,3 @@
+"""06-variants: written by the assignment author (in progress)."""
+ASSIGNMENT = "06-variants"
+SPECS = []
