@@ -25,7 +25,7 @@ def course_config(root):
     )
     from nbconvert.preprocessors import ClearMetadataPreprocessor
 
-    from .nbgrader_plugins import TamperGuard
+    from .nbgrader_plugins import TamperGuard, TrimLongOutput
 
     root = os.path.abspath(root)
     os.makedirs(os.path.join(root, WORK), exist_ok=True)
@@ -45,7 +45,7 @@ def course_config(root):
     c.ClearSolutions.code_stub = {"python": "# YOUR CODE HERE\nraise NotImplementedError()"}
     c.ClearSolutions.text_stub = "YOUR ANSWER HERE"
     c.Autograde.autograde_preprocessors = [
-        Execute, TamperGuard, IgnorePattern, ClearMetadataPreprocessor, LimitOutput,
+        Execute, TamperGuard, IgnorePattern, ClearMetadataPreprocessor, LimitOutput, TrimLongOutput,
         SaveAutoGrades, AssignLatePenalties, CheckCellMetadata,
     ]
     return c
@@ -115,10 +115,10 @@ class Course:
         else:
             nbformat.write(notebook, target)
 
-    def autograde(self, assignment, student=None):
-        """Autograde one student's submission, or every submitted one."""
+    def autograde(self, assignment, student=None, *options):
+        """Autograde one student's submission, or every submitted one (options: nbgrader flags)."""
         who = ["--student", student] if student else []
-        return self.nbgrader("autograde", assignment, *who, "--create", "--force")
+        return self.nbgrader("autograde", assignment, *who, "--create", "--force", *options)
 
     def generate_feedback(self, assignment):
         self.nbgrader("generate_feedback", assignment, "--force")

@@ -69,8 +69,18 @@ def verify_integrity():
 
 @contextlib.contextmanager
 def forbid(graded, names, function):
-    """While the block runs, attncore.<name> and the function's global copies raise."""
+    """While the block runs, attncore.<name> and the function's global copies raise.
+
+    names are attributes of attncore, dotted for submodules ("masks.causal").
+    """
     import attncore
+
+    def owner_and_attribute(name):
+        *path, attribute = name.split(".")
+        owner = attncore
+        for part in path:
+            owner = getattr(owner, part)
+        return owner, attribute
 
     def tripwire(name):
         def refuse(*args, **kwargs):
@@ -80,21 +90,21 @@ def forbid(graded, names, function):
             )
         return refuse
 
-    originals = {name: getattr(attncore, name) for name in names}
+    originals = {name: getattr(*owner_and_attribute(name)) for name in names}
     namespace = getattr(function, "__globals__", {})
-    aliases = {key: value for key, value in namespace.items()
-               if any(value is original for original in originals.values())}
+    aliases = {key: name for key, value in namespace.items()
+               for name, original in originals.items() if value is original}
     try:
         for name in names:
-            setattr(attncore, name, tripwire(name))
-        for key, value in aliases.items():
-            name = next(n for n, o in originals.items() if o is value)
+            setattr(*owner_and_attribute(name), tripwire(name))
+        for key, name in aliases.items():
             namespace[key] = tripwire(name)
         yield
     finally:
         for name, original in originals.items():
-            setattr(attncore, name, original)
-        namespace.update(aliases)
+            setattr(*owner_and_attribute(name), original)
+        for key, name in aliases.items():
+            namespace[key] = originals[name]
 
 
 _PROTECTED_ROOTS = {"attncore", "numpy", "np", "builtins", "__builtins__", "sys", "importlib",

@@ -1,9 +1,13 @@
-"""An nbgrader preprocessor that voids the tests of a notebook that tampers with the grader.
+"""nbgrader preprocessors added to Autograde's pipeline (see course.py).
 
-nbgrader_config.py inserts TamperGuard into Autograde's pipeline right after
-Execute: if a solution cell's source reassigns the grader, numpy's testing
-helpers, the builtins or the interpreter's import machinery, every autograded
-test cell gets an error output (so it scores 0) whose message says why.
+TamperGuard runs right after Execute: if a solution cell's source reassigns the
+grader, numpy's testing helpers, the builtins or the interpreter's import
+machinery, every autograded test cell gets an error output (so it scores 0)
+whose message says why.
+
+TrimLongOutput caps the characters a cell's stream output keeps: nbgrader's own
+LimitOutput counts lines, so a single megabyte-long line would otherwise land in
+the gradebook and in the feedback HTML.
 """
 import nbformat
 from nbgrader.preprocessors import NbGraderPreprocessor
@@ -33,3 +37,18 @@ class TamperGuard(NbGraderPreprocessor):
                         "error", ename="AssertionError", evalue=text,
                         traceback=[f"\x1b[31mAssertionError\x1b[39m: {text}"])]
         return nb, resources
+
+
+class TrimLongOutput(NbGraderPreprocessor):
+    """Keep at most max_chars characters of each stream output (the start and the end)."""
+
+    max_chars = 20_000
+
+    def preprocess_cell(self, cell, resources, index):
+        for output in cell.get("outputs", []):
+            text = output.get("text", "")
+            if output.get("output_type") == "stream" and len(text) > self.max_chars:
+                half = self.max_chars // 2
+                output["text"] = (f"{text[:half]}\n... [{len(text) - self.max_chars} characters "
+                                  f"of output removed by the grader] ...\n{text[-half:]}")
+        return cell, resources

@@ -1,3 +1,434 @@
-"""05-flash: written by the assignment author (in progress)."""
+"""05-flash: online_softmax_stats, flash_attention and row_from_lse.
+
+References: attncore.flash (its tile_state and merge for the running statistics),
+attncore.flash_attention, and attncore.weights_from_lse.
+"""
+import copy
+
+import numpy as np
+
+import attncore
+from attncore.flash import empty_state, merge, tile_state
+
+from ..probe import MATERIALISED, Case, FunctionSpec, Misconception, same
+from .common import SCALE, SCALE_FIX, UNSTABLE, UNSTABLE_FIX, arrays, describe_factor
+
 ASSIGNMENT = "05-flash"
-SPECS = []
+FORBIDDEN = ("flash_attention", "attention", "attention_weights", "attention_scores", "softmax",
+             "logsumexp", "log_softmax", "weights_from_lse", "flash.tile_state", "flash.merge",
+             "flash.finalize")
+
+NO_RESCALE = "online softmax without rescaling"
+NO_RESCALE_FIX = ("when a tile raises the running maximum from m_old to m_new, everything "
+                  "accumulated so far was computed relative to m_old: multiply the running sum "
+                  "l (and the accumulator acc) by alpha = exp(m_old - m_new) before adding the "
+                  "new tile, whose terms are exp(s - m_new).")
+DROPPED = "last partial tile dropped"
+DROPPED_FIX = ("loop with range(0, T, block_size) and slice x[start:start + block_size]: the "
+               "last tile may be shorter than block_size (NumPy slicing stops at the end), but "
+               "its entries count like all the others.")
+ZERO_MAX = "running max started at 0 instead of -inf"
+ZERO_MAX_FIX = ("start the running maximum at -inf (np.full(rows, -np.inf)), so that after the "
+                "first tile it is the true maximum of the scores seen, even when they are all "
+                "negative; starting at 0 keeps exp(s - 0), which underflows to 0 for very "
+                "negative scores.")
+
+
+def _matches(wrong, detail="", finite=False):
+    """A detector: the learner's result equals wrong(*args) where the reference differs
+    (with finite=True, only when wrong(*args) has a finite entry: an all-inf result says
+    "overflow", not which formula overflowed)."""
+    def detect(args, got, expected):
+        w = wrong(*copy.deepcopy(args).values())
+        if finite and not np.isfinite(np.asarray(w, dtype=float)).any():
+            return None
+        if same(got, w) and not same(expected, w):
+            return detail(args) if callable(detail) else detail
+        return None
+    return detect
+
+
+def _tiles(n, block, drop_last=False):
+    """Start indices of the tiles of n items; drop_last keeps only the full tiles."""
+    return range(0, n - block + 1, block) if drop_last else range(0, n, block)
+
+
+def _partial_note(args, length_name, n):
+    block = args["block_size"]
+    if n % block == 0:
+        return ""
+    if n < block:
+        return (f"With {length_name} = {n} and block_size = {block} there is a single tile, of "
+                f"{n}; your result ignores it.")
+    return (f"With {length_name} = {n} and block_size = {block} the tiles are "
+            f"{n // block} of {block} and a last one of {n % block}; your result ignores the last.")
+
+
+# ---------------------------------------------------------------- online_softmax_stats
+
+def stats_reference(x, block_size):
+    """(m, l) folded tile by tile with attncore.flash's own tile_state and merge."""
+    state = empty_state(x.shape[0], 0, x.dtype)
+    for k0 in range(0, x.shape[1], block_size):
+        tile = x[:, k0:k0 + block_size]
+        state = merge(state, tile_state(tile, np.zeros((tile.shape[1], 0), x.dtype)))
+    return state.m, state.l
+
+
+def _stats_with(rescale=True, tile_max=False, m0=-np.inf, drop_last=False, naive=False):
+    """A learner's one-pass (m, l) with one of the catalogued mistakes."""
+    def run(x, block_size):
+        rows = x.shape[0]
+        m, l = np.full(rows, m0), np.zeros(rows)
+        for k0 in _tiles(x.shape[1], block_size, drop_last):
+            t = x[:, k0:k0 + block_size].astype(np.float64)
+            m_new = np.maximum(m, t.max(axis=1))
+            if naive:
+                l = l + np.exp(t).sum(axis=1)
+            elif tile_max:
+                l = l + np.exp(t - t.max(axis=1, keepdims=True)).sum(axis=1)
+            else:
+                l = (np.exp(m - m_new) if rescale else 1.0) * l + np.exp(t - m_new[:, None]).sum(axis=1)
+            m = m_new
+        if naive:
+            l = l / np.exp(m)
+        return m.astype(x.dtype), l.astype(x.dtype)
+    return run
+
+
+def stats_case(seed, t_q, t_k, block, what, last_tile_bonus=0.0, offset=0.0, dtype=np.float64,
+               row_offsets=None):
+    def make():
+        (x,) = arrays(seed, (t_q, t_k))
+        x = x + offset
+        if last_tile_bonus:
+            last = (t_k - 1) // block * block
+            x[:, last:] += last_tile_bonus
+        if row_offsets is not None:
+            x = x + np.resize(np.asarray(row_offsets, float), t_q)[:, None]
+        return {"x": x.astype(dtype), "block_size": block}
+    return Case(f"x of shape ({t_q}, {t_k}), block_size = {block}: {what}", make)
+
+
+STATS_CASES = {
+    "basic": [
+        stats_case(1, 2, 6, 2, "three tiles of 2, the largest score of every row in the last tile",
+                   last_tile_bonus=4.0),
+        stats_case(2, 3, 7, 3, "tiles of 3, 3 and 1 (7 is not a multiple of 3)"),
+    ],
+    "hidden": [
+        stats_case(3, 3, 5, 8, "block_size larger than the row: one tile of 5"),
+        stats_case(4, 4, 10, 4, "tiles of 4, 4 and 2, every score negative (around -20)",
+                   offset=-20.0),
+        stats_case(5, 2, 5, 1, "every key its own tile, the largest score last", last_tile_bonus=3.0),
+        stats_case(6, 5, 9, 4, "float32, tiles of 4, 4 and 1, the largest score in the last tile",
+                   last_tile_bonus=30.0, dtype=np.float32),
+    ],
+    "extreme": [
+        stats_case(7, 4, 11, 4, "rows at offsets -1e4, 0, 1e4, -50", row_offsets=[-1e4, 0, 1e4, -50]),
+        stats_case(8, 3, 13, 5, "rows at offsets 1e4, -1e4, 0 with the largest score in the last "
+                   "tile, 200 above the rest", last_tile_bonus=200.0, row_offsets=[1e4, -1e4, 0]),
+    ],
+}
+
+
+def _dropped_stats_detail(args):
+    return _partial_note(args, "T_k", args["x"].shape[1])
+
+
+STATS_MISCONCEPTIONS = [
+    Misconception(NO_RESCALE, NO_RESCALE_FIX, detect=_matches(
+        _stats_with(rescale=False),
+        "Your l adds the new tile's exp(s - m_new) to an old l that is still relative to the old "
+        "maximum; the largest score comes in a later tile here, so the old part is too big.")),
+    Misconception(NO_RESCALE, NO_RESCALE_FIX, detect=_matches(
+        _stats_with(tile_max=True),
+        "Your l adds up each tile's exp(s - tile maximum) without bringing them to one common "
+        "maximum: tiles with a small maximum are counted too heavily.")),
+    Misconception(DROPPED, DROPPED_FIX, detect=_matches(_stats_with(drop_last=True),
+                                                        _dropped_stats_detail)),
+    Misconception(ZERO_MAX, ZERO_MAX_FIX, detect=_matches(
+        _stats_with(m0=0.0),
+        "Every score of some row is negative, so its maximum is negative, but your m is 0.")),
+    Misconception(UNSTABLE, "never exponentiate a raw score: keep l relative to the running "
+                  "maximum, l = sum_j exp(s_j - m), and rescale it when m grows.",
+                  detect=_matches(_stats_with(naive=True),
+                                  "exp of a score of 1e4 overflows, and exp(-1e4) underflows.")),
+]
+
+
+# ---------------------------------------------------------------- flash_attention
+
+def flash_reference(Q, K, V, block_size):
+    return attncore.flash_attention(Q, K, V, block_q=block_size, block_k=block_size)
+
+
+def _flash_with(rescale_l=True, rescale_acc=True, tile_max=False, m0=-np.inf, drop_k=False,
+                drop_q=False, normalise_in_loop=False, scale=None):
+    """A learner's tiled attention with one of the catalogued mistakes."""
+    def run(Q, K, V, block_size):
+        t_q, d = Q.shape
+        c = 1 / np.sqrt(d) if scale is None else scale
+        out = np.zeros((t_q, V.shape[1]))
+        for q0 in _tiles(t_q, block_size, drop_q):
+            q = Q[q0:q0 + block_size].astype(np.float64)
+            rows = q.shape[0]
+            m, l, acc = np.full(rows, m0), np.zeros(rows), np.zeros((rows, V.shape[1]))
+            for k0 in _tiles(K.shape[0], block_size, drop_k):
+                s = q @ K[k0:k0 + block_size].T * c
+                v = V[k0:k0 + block_size]
+                m_new = np.maximum(m, s.max(axis=1))
+                alpha = np.exp(m - m_new)
+                p = np.exp(s - (s.max(axis=1) if tile_max else m_new)[:, None])
+                l = (alpha if rescale_l and not tile_max else 1.0) * l + p.sum(axis=1)
+                acc = (alpha[:, None] if rescale_acc and not tile_max else 1.0) * acc + p @ v
+                if normalise_in_loop:
+                    acc = acc / l[:, None]
+                m = m_new
+            out[q0:q0 + rows] = acc if normalise_in_loop else acc / l[:, None]
+        return out.astype(Q.dtype)
+    return run
+
+
+def flash_args(seed, t_q, t_k, d, d_v, block, key_bonus=None, row_offset=None,
+               dtype=np.float64, scale=1.0):
+    """Q, K, V whose scaled scores are random + row_offset[i] + key_bonus[j] (via the last
+    two feature dimensions), and block_size."""
+    Q, K, V = arrays(seed, (t_q, d), (t_k, d), (t_k, d_v), scale=scale)
+    if key_bonus is not None or row_offset is not None:
+        bonus = np.zeros(t_k) if key_bonus is None else np.asarray(key_bonus, float)
+        offset = np.zeros(t_q) if row_offset is None else np.resize(np.asarray(row_offset, float), t_q)
+        Q[:, -2], K[:, -2] = np.sqrt(d), bonus
+        Q[:, -1], K[:, -1] = offset * np.sqrt(d), 1.0
+    return {"Q": Q.astype(dtype), "K": K.astype(dtype), "V": V.astype(dtype), "block_size": block}
+
+
+def in_tile(t_k, block, which, amount):
+    """Bonus `amount` for the keys of the first or the last tile."""
+    bonus = np.zeros(t_k)
+    if which == "first":
+        bonus[:block] = amount
+    else:
+        bonus[(t_k - 1) // block * block:] = amount
+    return bonus
+
+
+def blocks_reversed(args):
+    """The same keys and values with their tiles in reverse order."""
+    block, t_k = args["block_size"], args["K"].shape[0]
+    order = np.concatenate([np.arange(k0, min(k0 + block, t_k))
+                            for k0 in reversed(range(0, t_k, block))])
+    return {**args, "K": args["K"][order], "V": args["V"][order]}
+
+
+def flash_case(description, seed, t_q, t_k, d, d_v, block, transform=None, **kw):
+    def make():
+        args = flash_args(seed, t_q, t_k, d, d_v, block, **kw)
+        return transform(args) if transform else args
+    return Case(f"T_q = {t_q}, T_k = {t_k}, d = {d}, d_v = {d_v}, block_size = {block}: "
+                f"{description}", make)
+
+
+FLASH_CASES = {
+    "basic": [
+        flash_case("three key tiles of 2, the largest score of every row in the last tile",
+                   1, 4, 6, 4, 2, 2, key_bonus=in_tile(6, 2, "last", 5.0)),
+        flash_case("query tiles of 3 and 2, key tiles of 3, 3 and 1", 2, 5, 7, 4, 3, 3),
+    ],
+    "hidden": [
+        flash_case("the largest score of every row in the first key tile", 3, 4, 8, 8, 3, 3,
+                   key_bonus=in_tile(8, 3, "first", 5.0)),
+        flash_case("the keys and values of the previous input with their tiles in reverse order "
+                   "(the output must not change: attention does not depend on the order of "
+                   "the keys)", 3, 4, 8, 8, 3, 3, key_bonus=in_tile(8, 3, "first", 5.0),
+                   transform=blocks_reversed),
+        flash_case("block_size larger than both lengths: one partial tile", 4, 3, 5, 4, 2, 8),
+        flash_case("a single query (a decoding step), key tiles of 1", 5, 1, 6, 4, 3, 1),
+        flash_case("float32, tiles of 4, 4 and 2, the largest score in the last key tile",
+                   6, 10, 10, 16, 4, 4, key_bonus=in_tile(10, 4, "last", 30.0), dtype=np.float32),
+    ],
+    "extreme": [
+        flash_case("score rows at offsets -1e4, 0, 1e4, -50", 8, 4, 9, 8, 3, 4,
+                   row_offset=[-1e4, 0, 1e4, -50]),
+        flash_case("every score close to -1e4", 7, 3, 7, 8, 2, 3, row_offset=[-1e4]),
+        flash_case("float32, scores in the hundreds, the largest 300 above the rest in the last "
+                   "key tile", 9, 6, 11, 16, 4, 4, key_bonus=in_tile(11, 4, "last", 300.0),
+                   row_offset=[100, -200, 0], dtype=np.float32),
+    ],
+    "memory": [
+        flash_case("large enough that the full (T_q, T_k) score matrix takes 2.1 MB", 10,
+                   512, 520, 16, 16, 32),
+    ],
+}
+
+
+def allowed_bytes(args):
+    """Half the full score matrix in float64 (tiles of the memory case take about a quarter
+    when only the keys are tiled, far less when both are), never below 256 KiB."""
+    return max(args["Q"].shape[0] * args["K"].shape[0] * 8 // 2, 256 * 1024)
+
+
+def _flash_scale_detect(args, got, expected):
+    d = args["Q"].shape[-1]
+    for factor in (1.0, 1 / d, np.sqrt(d)):
+        wrong = _flash_with(scale=factor)(*copy.deepcopy(args).values())
+        if same(got, wrong) and not same(expected, wrong):
+            return (f"Your output is what scores Q K^T times {describe_factor(factor, d)} give; "
+                    f"with d_k = {d} the scale must be 1/sqrt(d_k) = {1 / np.sqrt(d):.4g}.")
+    return None
+
+
+FLASH_MISCONCEPTIONS = [
+    Misconception(NO_RESCALE, NO_RESCALE_FIX, detect=_matches(
+        _flash_with(rescale_l=False, rescale_acc=False),
+        "Neither l nor acc is multiplied by exp(m_old - m_new) when a later tile has a larger "
+        "score: the earlier tiles end up weighted too heavily.")),
+    Misconception(NO_RESCALE, NO_RESCALE_FIX, detect=_matches(
+        _flash_with(rescale_l=False),
+        "acc is rescaled by exp(m_old - m_new) but the running sum l is not.")),
+    Misconception(NO_RESCALE, NO_RESCALE_FIX, detect=_matches(
+        _flash_with(rescale_acc=False),
+        "l is rescaled by exp(m_old - m_new) but the accumulator acc is not.")),
+    Misconception(NO_RESCALE, NO_RESCALE_FIX, detect=_matches(
+        _flash_with(tile_max=True),
+        "Each tile is exponentiated against its own maximum and the tiles are added without "
+        "bringing them to one common maximum.")),
+    Misconception(DROPPED, DROPPED_FIX, detect=_matches(
+        _flash_with(drop_k=True), lambda a: _partial_note(a, "T_k", a["K"].shape[0]))),
+    Misconception(DROPPED, DROPPED_FIX, detect=_matches(
+        _flash_with(drop_q=True),
+        lambda a: _partial_note(a, "T_q", a["Q"].shape[0]).replace(
+            "ignores the last", "leaves the rows of the last query tile empty").replace(
+            "ignores it", "leaves its rows empty"))),
+    Misconception(ZERO_MAX, ZERO_MAX_FIX, detect=_matches(
+        _flash_with(m0=0.0),
+        "All scores are near -1e4, so with a running maximum of 0 every exp(s - m) underflows "
+        "to 0 and acc / l is 0 / 0.")),
+    Misconception(
+        "dividing by l inside the loop",
+        "keep acc unnormalised (a sum of exp(s - m) v) and divide by l once, after the last "
+        "tile. Dividing inside the loop and then adding the next tile's unnormalised terms "
+        "mixes two scales.",
+        detect=_matches(_flash_with(normalise_in_loop=True))),
+    Misconception(SCALE, SCALE_FIX, detect=_flash_scale_detect),
+    Misconception(
+        MATERIALISED,
+        "never build the (T_q, T_k) score matrix (no Q @ K.T on whole arrays): loop over key "
+        "tiles K[k0:k0 + block_size] (and query tiles), keep m, l and acc per query row, and "
+        "hold only one (block_size, block_size) tile of scores at a time."),
+]
+
+
+# ---------------------------------------------------------------- row_from_lse
+
+def row_reference(q, K, lse):
+    return attncore.weights_from_lse(q[None, :], K, np.asarray([lse], dtype=q.dtype))[0]
+
+
+def lse_case(description, seed, d, t_k, keep=None, row_offset=0.0, dtype=np.float64, scale=1.0):
+    """q, the keys `keep` of t_k keys (default all), and the lse of q over ALL t_k keys."""
+    def make():
+        q, K = arrays(seed, (d,), (t_k, d), scale=scale)
+        if row_offset:
+            q[-1], K[:, -1] = row_offset * np.sqrt(d), 1.0
+        q, K = q.astype(dtype), K.astype(dtype)
+        lse = attncore.logsumexp(K @ q / np.sqrt(d))  # over every key
+        chosen = K if keep is None else K[list(keep)]
+        return {"q": q, "K": chosen, "lse": float(lse)}
+    return Case(description, make)
+
+
+LSE_CASES = {
+    "basic": [
+        lse_case("d_k = 4, the 5 keys of the row", 1, 4, 5),
+        lse_case("d_k = 4, keys 1, 3 and 4 of the 6 keys the query attended to (their weights "
+                 "sum to less than 1)", 2, 4, 6, keep=[1, 3, 4]),
+    ],
+    "hidden": [
+        lse_case("d_k = 16, the 7 keys of the row, float32", 3, 16, 7, dtype=np.float32),
+        lse_case("d_k = 8, the last 2 of 9 keys", 4, 8, 9, keep=[7, 8]),
+    ],
+    "extreme": [
+        lse_case("d_k = 8, 6 keys, every score near 1e4", 5, 8, 6, row_offset=1e4),
+        lse_case("d_k = 8, keys 0 and 2 of 5, every score near -1e4", 6, 8, 5, keep=[0, 2],
+                 row_offset=-1e4),
+    ],
+}
+
+
+def _row_with(factor=None, divide=False, normalise=False, naive=False):
+    def run(q, K, lse):
+        c = 1 / np.sqrt(q.shape[0]) if factor is None else factor
+        s = (K @ q) * c
+        if divide:
+            return np.exp(s) / lse
+        if normalise:
+            e = np.exp(s - s.max())
+            return e / e.sum()
+        if naive:
+            return np.exp(s) / np.exp(lse)
+        return np.exp(s - lse)
+    return run
+
+
+def _row_scale_detect(args, got, expected):
+    d = args["q"].shape[0]
+    for factor in (1 / d, np.sqrt(d)):
+        wrong = _row_with(factor=factor)(*copy.deepcopy(args).values())
+        if np.isfinite(wrong).any() and same(got, wrong) and not same(expected, wrong):
+            return (f"Your scores are q . k_j times {describe_factor(factor, d)}; the lse was "
+                    f"computed with 1/sqrt(d_k) = {1 / np.sqrt(d):.4g}.")
+    return None
+
+
+LSE_MISCONCEPTIONS = [
+    Misconception(
+        "log-sum-exp row recovery without the scale",
+        "the lse was computed from the SCALED scores q . k_j / sqrt(d_k), so recover with the "
+        "same scores: exp(q . k_j / sqrt(d_k) - lse).",
+        detect=_matches(_row_with(factor=1.0), finite=True, detail=lambda a: (
+            f"Your result is exp(q . k_j - lse), with the raw dot products; with d_k = "
+            f"{a['q'].shape[0]} the scores are q . k_j / {np.sqrt(a['q'].shape[0]):.4g}."))),
+    Misconception(SCALE, SCALE_FIX, detect=_row_scale_detect),
+    Misconception(
+        "divided by the log-sum-exp instead of subtracting it",
+        "lse is the LOG of the normaliser: a_j = exp(s_j) / exp(lse) = exp(s_j - lse). Subtract "
+        "it inside the exp; do not divide by it.",
+        detect=_matches(_row_with(divide=True), finite=True)),
+    Misconception(
+        "row renormalised instead of using the log-sum-exp",
+        "K may hold only some of the keys the query attended to, so their weights need not sum "
+        "to 1: use the lse you are given, exp(s_j - lse), instead of normalising over K.",
+        detect=_matches(_row_with(normalise=True), lambda a: (
+            f"Your entries sum to 1, but these {a['K'].shape[0]} keys are only part of the row: "
+            f"their weights sum to {float(row_reference(**a).sum()):.4g}."))),
+    Misconception(UNSTABLE, "compute exp(s - lse) in one step: exp(s) and exp(lse) overflow "
+                  "for scores near 1e4 even though their ratio is small.",
+                  detect=_matches(_row_with(naive=True))),
+]
+
+
+SPECS = [
+    FunctionSpec(
+        name="online_softmax_stats",
+        reference=stats_reference,
+        suites=STATS_CASES,
+        misconceptions=STATS_MISCONCEPTIONS,
+        forbidden=FORBIDDEN,
+    ),
+    FunctionSpec(
+        name="flash_attention",
+        reference=flash_reference,
+        suites=FLASH_CASES,
+        misconceptions=FLASH_MISCONCEPTIONS,
+        forbidden=FORBIDDEN,
+        max_extra_bytes=allowed_bytes,
+    ),
+    FunctionSpec(
+        name="row_from_lse",
+        reference=row_reference,
+        suites=LSE_CASES,
+        misconceptions=LSE_MISCONCEPTIONS,
+        forbidden=FORBIDDEN,
+    ),
+]

@@ -1,3 +1,338 @@
-"""04-heads: written by the assignment author (in progress)."""
+"""04-heads: kv_head_for, grouped_query_attention and kv_cache_bytes.
+
+kv_head_for and grouped_query_attention are compared with attncore.kv_head_map and
+attncore.grouped_query_attention. attncore has no KV-cache size function, so the
+reference for kv_cache_bytes is written here (kv_cache_bytes_reference).
+"""
+import copy
+
+import numpy as np
+
+import attncore
+
+from ..probe import Case, FunctionSpec, Misconception, same
+from .common import SCALE, SCALE_FIX, arrays, describe_factor, rows_of_different_scales, \
+    softmax_misconceptions
+
 ASSIGNMENT = "04-heads"
-SPECS = []
+FORBIDDEN = ("attention_scores", "attention_weights", "attention", "grouped_query_attention",
+             "kv_head_map")
+
+TILE = "GQA head mapping by tile instead of repeat"
+TILE_FIX = ("query heads come in H_kv consecutive groups of G = H_q // H_kv: query head h reads "
+            "kv head h // G. Use h // G, np.repeat(K, G, axis=0), or reshape Q to "
+            "(H_kv, G, T_q, d); never h % H_kv, np.tile(K, (G, 1, 1)) or a reshape of Q to "
+            "(G, H_kv, T_q, d), which deal the heads out in turn (0, 1, 0, 1, ...).")
+
+
+def _repeat(n_q, n_kv):
+    return np.arange(n_q) // (n_q // n_kv)
+
+
+def _tile(n_q, n_kv):
+    return np.arange(n_q) % n_kv
+
+
+def _layout(n_q, n_kv):
+    """'heads 0-3 read kv head 0, heads 4-7 read kv head 1' for the repeat layout."""
+    g = n_q // n_kv
+    if g == 1:
+        return "query head h reads kv head h"
+    return ", ".join(f"heads {j * g}-{j * g + g - 1} read kv head {j}" for j in range(n_kv))
+
+
+# ---------------------------------------------------------------- kv_head_for
+
+def kv_head_reference(q_head, n_q_heads, n_kv_heads):
+    return int(attncore.kv_head_map(n_q_heads, n_kv_heads)[q_head])
+
+
+def _head_case(q_head, n_q, n_kv, what=""):
+    g = n_q // n_kv
+    text = f"query head {q_head} of {n_q}, over {n_kv} kv head{'s' if n_kv > 1 else ''} " \
+           f"(groups of {g}){': ' + what if what else ''}"
+    return Case(text, lambda: {"q_head": q_head, "n_q_heads": n_q, "n_kv_heads": n_kv})
+
+
+def _tile_detail_scalar(args):
+    h, n_q, n_kv = args["q_head"], args["n_q_heads"], args["n_kv_heads"]
+    return (f"Your answer is q_head % n_kv_heads = {h % n_kv}. With {n_q} query heads over "
+            f"{n_kv} kv heads, {_layout(n_q, n_kv)}, so query head {h} reads kv head "
+            f"{h // (n_q // n_kv)}. The % deals the heads out in turn "
+            f"({', '.join(str(j) for j in _tile(n_q, n_kv))}), as np.tile does.")
+
+
+def _scalar_detect(wrong, detail):
+    def detect(args, got, expected):
+        w = wrong(**args)
+        if same(got, w) and not same(expected, w):
+            return detail(args)
+        return None
+    return detect
+
+
+def _rounded_detect(args, got, expected):
+    h, g = args["q_head"], args["n_q_heads"] // args["n_kv_heads"]
+    if any(same(got, f(h / g)) for f in (np.ceil, round)):
+        return (f"Your answer {got} is q_head / G = {h} / {g} = {h / g:g} rounded up or to the "
+                f"nearest integer; query head {h} is in group {h} // {g} = {h // g}.")
+    return None
+
+
+KV_HEAD_CASES = {
+    "basic": [_head_case(6, 8, 2), _head_case(1, 8, 2)],
+    "hidden": [
+        _head_case(3, 4, 4, "multi-head attention, one kv head per query head"),
+        _head_case(5, 6, 1, "multi-query attention, one kv head for all"),
+        _head_case(4, 6, 3),
+        _head_case(13, 32, 8, "the layout of Llama 3 8B"),
+    ],
+}
+
+KV_HEAD_MISCONCEPTIONS = [
+    Misconception(TILE, TILE_FIX, detect=_scalar_detect(
+        lambda q_head, n_q_heads, n_kv_heads: q_head % n_kv_heads, _tile_detail_scalar)),
+    Misconception(
+        "divided by the number of kv heads instead of the group size",
+        "the group size is G = n_q_heads // n_kv_heads (query heads per kv head); the kv head "
+        "is q_head // G, not q_head // n_kv_heads.",
+        detect=_scalar_detect(
+            lambda q_head, n_q_heads, n_kv_heads: q_head // n_kv_heads,
+            lambda a: f"Your answer is q_head // n_kv_heads = {a['q_head'] // a['n_kv_heads']}; "
+                      f"the group size is {a['n_q_heads']} // {a['n_kv_heads']} = "
+                      f"{a['n_q_heads'] // a['n_kv_heads']}.")),
+    Misconception(
+        "group index rounded up instead of down",
+        "use integer division q_head // G (it rounds down): query heads 0 to G-1 all read kv "
+        "head 0. round() and ceil() move the last heads of a group into the next one.",
+        detect=_rounded_detect),
+]
+
+
+# ---------------------------------------------------------------- grouped_query_attention
+
+def gqa(seed, h_q, h_kv, t_q, t_k, d, d_v, **kw):
+    q, k, v = arrays(seed, (h_q, t_q, d), (h_kv, t_k, d), (h_kv, t_k, d_v), **kw)
+    return {"Q": q, "K": k, "V": v}
+
+
+def gqa_row_scales(seed, h_q, h_kv, t_q, t_k, d, d_v, dtype=np.float64):
+    """Scores of every query head with rows at offsets -1e4, 0, 1e4, -50 (needs d >= t_k)."""
+    args = gqa(seed, h_q, h_kv, t_q, t_k, d, d_v)
+    for h, j in enumerate(_repeat(h_q, h_kv)):
+        target = rows_of_different_scales(seed + h, t_q, t_k)
+        args["Q"][h] = np.linalg.lstsq(args["K"][j], target.T * np.sqrt(d), rcond=None)[0].T
+    return {name: a.astype(dtype) for name, a in args.items()}
+
+
+def _gqa_with(index=_repeat, softmax_fn=attncore.softmax, factor=lambda d: 1 / np.sqrt(d)):
+    """A learner's GQA: the kv heads chosen by index(H_q, H_kv), a softmax and a scale."""
+    def run(Q, K, V):
+        kv = index(Q.shape[0], K.shape[0])
+        S = Q @ np.swapaxes(K[kv], -1, -2) * factor(Q.shape[-1])
+        return (softmax_fn(S) @ V[kv]).astype(Q.dtype)
+    return run
+
+
+def _heads_read(args, got):
+    """For each query head, the kv head whose (correct) attention equals got[h], or None."""
+    Q, K, V = args["Q"], args["K"], args["V"]
+    got = np.asarray(got)
+    if got.shape != (Q.shape[0], Q.shape[1], V.shape[-1]):
+        return None
+    read = []
+    for h in range(Q.shape[0]):
+        hits = [j for j in range(K.shape[0]) if same(got[h], attncore.attention(Q[h], K[j], V[j]))]
+        if len(hits) != 1:
+            return None
+        read.append(hits[0])
+    return read
+
+
+def _mapping_detect(expected_mapping):
+    """Detector: the learner's query heads read the kv heads expected_mapping(H_q, H_kv)
+    (None: any mapping other than the right one)."""
+    def detect(args, got, expected):
+        n_q, n_kv = args["Q"].shape[0], args["K"].shape[0]
+        read, right = _heads_read(args, got), [int(j) for j in _repeat(n_q, n_kv)]
+        if read is None or read == right:
+            return None
+        if expected_mapping is not None and read != list(expected_mapping(n_q, n_kv)):
+            return None
+        return (f"Query heads 0..{n_q - 1} of your output read kv heads {read}; with H_q = {n_q} "
+                f"and H_kv = {n_kv} they must read {right} ({_layout(n_q, n_kv)}).")
+    return detect
+
+
+def _gqa_scale_detect(args, got, expected):
+    d = args["Q"].shape[-1]
+    for factor in (1.0, 1 / d, np.sqrt(d)):
+        wrong = _gqa_with(factor=lambda _, c=factor: c)(*copy.deepcopy(args).values())
+        if same(got, wrong) and not same(expected, wrong):
+            return (f"Your output is what scores Q K^T times {describe_factor(factor, d)} give; "
+                    f"with d = {d} the scale must be 1/sqrt(d) = {1 / np.sqrt(d):.4g}.")
+    return None
+
+
+GQA_CASES = {
+    "basic": [Case("4 query heads over 2 kv heads, T_q = 2, T_k = 3, d = 4, d_v = 3",
+                   lambda: gqa(1, 4, 2, 2, 3, 4, 3))],
+    "hidden": [
+        Case("multi-head: 3 query heads over 3 kv heads, T_q = 3, T_k = 4, d = 4, d_v = 2",
+             lambda: gqa(2, 3, 3, 3, 4, 4, 2)),
+        Case("multi-query: 4 query heads over 1 kv head, a decoding step T_q = 1, T_k = 5, "
+             "d = 8, d_v = 3", lambda: gqa(3, 4, 1, 1, 5, 8, 3)),
+        Case("8 query heads over 2 kv heads, T_q = 2, T_k = 5, d = 8, d_v = 4",
+             lambda: gqa(4, 8, 2, 2, 5, 8, 4)),
+        Case("6 query heads over 3 kv heads, T_q = 4, T_k = 3, d = 16, d_v = 2, float32",
+             lambda: gqa(5, 6, 3, 4, 3, 16, 2, dtype=np.float32)),
+    ],
+    "extreme": [
+        Case("6 query heads over 2 kv heads, T_q = 4, T_k = 4, d = 8, d_v = 3: in every head "
+             "the score rows sit at offsets -1e4, 0, 1e4, -50",
+             lambda: gqa_row_scales(6, 6, 2, 4, 4, 8, 3)),
+        Case("8 query heads over 2 kv heads, T_q = 3, T_k = 6, d = 16, d_v = 2, float32, "
+             "scores in the hundreds", lambda: gqa(7, 8, 2, 3, 6, 16, 2, dtype=np.float32, scale=12.0)),
+    ],
+}
+
+GQA_MISCONCEPTIONS = [
+    Misconception(TILE, TILE_FIX, detect=_mapping_detect(_tile)),
+    Misconception(
+        "every query head reads kv head 0",
+        "query head h reads kv head h // G with G = H_q // H_kv; pick K[h // G] and V[h // G] "
+        "inside the loop over query heads, not K[0] and V[0].",
+        detect=_mapping_detect(lambda n_q, n_kv: np.zeros(n_q, int))),
+    Misconception(
+        "query heads read the wrong kv heads",
+        "query head h reads kv head h // G with G = H_q // H_kv (consecutive groups of G query "
+        "heads share one kv head).",
+        detect=_mapping_detect(None)),
+    *softmax_misconceptions(lambda fn: _gqa_with(softmax_fn=fn)),
+    Misconception(
+        "softmax over the wrong axis",
+        "normalise every row over the keys, the last axis (axis=-1): within each head, row i "
+        "(query i) must sum to 1; axis=-2 normalises over the queries instead.",
+        wrong=_gqa_with(softmax_fn=lambda x: attncore.softmax(x, axis=-2))),
+    Misconception(SCALE, SCALE_FIX.replace("d_k = Q.shape[-1]", "d = Q.shape[-1]"),
+                  detect=_gqa_scale_detect),
+]
+
+
+# ---------------------------------------------------------------- kv_cache_bytes
+
+PARAMETERS = ("n_layers", "n_kv_heads", "head_dim", "seq_len", "batch", "bytes_per_value")
+
+
+def kv_cache_bytes_reference(n_layers, n_kv_heads, head_dim, seq_len, batch, bytes_per_value):
+    """Bytes of a KV cache: one key AND one value vector per layer, kv head, token and sequence."""
+    return 2 * n_layers * n_kv_heads * head_dim * seq_len * batch * bytes_per_value
+
+
+def _cache_case(description, n_layers, n_kv_heads, head_dim, seq_len, batch, bytes_per_value):
+    values = dict(zip(PARAMETERS, (n_layers, n_kv_heads, head_dim, seq_len, batch, bytes_per_value)))
+    return Case(description, lambda: dict(values))
+
+
+KV_CACHE_CASES = {
+    "basic": [
+        _cache_case("a toy model: 3 layers, 5 kv heads, head_dim 6, 7 tokens, batch 1, "
+                    "1 byte per value (fp8)", 3, 5, 6, 7, 1, 1),
+        _cache_case("a toy model: 3 layers, 5 kv heads, head_dim 6, 7 tokens, batch 1, "
+                    "4 bytes per value (fp32)", 3, 5, 6, 7, 1, 4),
+        _cache_case("a toy model: 3 layers, 5 kv heads, head_dim 6, 7 tokens, batch 9, "
+                    "4 bytes per value (fp32)", 3, 5, 6, 7, 9, 4),
+    ],
+    "hidden": [
+        _cache_case("Llama 2 7B (multi-head): 32 layers, 32 kv heads, head_dim 128, 4096 tokens, "
+                    "batch 1, fp16", 32, 32, 128, 4096, 1, 2),
+        _cache_case("Llama 3 8B (GQA): 32 layers, 8 kv heads, head_dim 128, 8192 tokens, "
+                    "batch 1, fp16", 32, 8, 128, 8192, 1, 2),
+        _cache_case("Mistral 7B (GQA): 32 layers, 8 kv heads, head_dim 128, 4096 tokens, "
+                    "batch 8, fp16", 32, 8, 128, 4096, 8, 2),
+        _cache_case("Llama 2 70B (GQA): 80 layers, 8 kv heads, head_dim 128, 4096 tokens, "
+                    "batch 4, fp8", 80, 8, 128, 4096, 4, 1),
+    ],
+}
+
+
+def _ratio(got, expected):
+    got = float(np.asarray(got))
+    return got / expected if expected else None
+
+
+def _units_detect(args, got, expected):
+    r = _ratio(got, expected)
+    for unit, name in ((2**30, "GiB"), (1e9, "GB"), (2**20, "MiB"), (1e6, "MB"), (2**10, "KiB"),
+                       (1e3, "kB")):
+        if r is not None and np.isclose(r, 1 / unit, rtol=1e-2):
+            return (f"Your result is the size in {name} ({float(np.asarray(got)):.6g}); the "
+                    f"function returns the number of bytes, {expected}.")
+    return None
+
+
+def _factor_detect(args, got, expected):
+    r = _ratio(got, expected)
+    if r is None or r <= 0 or np.isclose(r, 1):
+        return None
+    k, too = (r, "too many") if r > 1 else (1 / r, "missing")
+    if not np.isclose(k, round(k), rtol=1e-9):
+        return None
+    k = int(round(k))
+    suspects = [f"{p} = {args[p]}" for p in PARAMETERS if args[p] == k]
+    hint = (f" ({' or '.join(suspects)}?)" if suspects else
+            " (a constant such as 2 bytes per value, or a parameter counted twice?)" if r > 1 else "")
+    relation = f"{k} times the expected {expected}" if r > 1 else \
+        f"the expected {expected} divided by {k}"
+    return f"Your result is {float(np.asarray(got)):.6g}, {relation}: a factor of {k} {too}{hint}."
+
+
+def _half_detect(args, got, expected):
+    if same(got, expected // 2):
+        return (f"Your result {got} is exactly half of the {expected} bytes expected: it counts "
+                f"the keys or the values, not both.")
+    return None
+
+
+KV_CACHE_MISCONCEPTIONS = [
+    Misconception(
+        "KV cache size missing the factor for keys and values",
+        "the cache holds a key vector AND a value vector for every layer, kv head and token: "
+        "multiply by 2 (the factor for K and V) as well as by the six parameters.",
+        detect=_half_detect),
+    Misconception(
+        "size in GiB instead of bytes",
+        "return the number of bytes as an int; divide by 2**30 only when you print it.",
+        detect=_units_detect),
+    Misconception(
+        "a factor missing or counted twice in the product",
+        "the size is the product 2 * n_layers * n_kv_heads * head_dim * seq_len * batch * "
+        "bytes_per_value, with each parameter exactly once, no other constant, and "
+        "bytes_per_value as given (not a fixed 2 for fp16).",
+        detect=_factor_detect),
+]
+
+
+SPECS = [
+    FunctionSpec(
+        name="kv_head_for",
+        reference=kv_head_reference,
+        suites=KV_HEAD_CASES,
+        misconceptions=KV_HEAD_MISCONCEPTIONS,
+        forbidden=FORBIDDEN,
+    ),
+    FunctionSpec(
+        name="grouped_query_attention",
+        reference=lambda Q, K, V: attncore.grouped_query_attention(Q, K, V),
+        suites=GQA_CASES,
+        misconceptions=GQA_MISCONCEPTIONS,
+        forbidden=FORBIDDEN,
+    ),
+    FunctionSpec(
+        name="kv_cache_bytes",
+        reference=kv_cache_bytes_reference,
+        suites=KV_CACHE_CASES,
+        misconceptions=KV_CACHE_MISCONCEPTIONS,
+        keep_dtype=True,
+    ),
+]

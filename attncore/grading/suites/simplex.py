@@ -1,3 +1,367 @@
-"""02-simplex: written by the assignment author (in progress)."""
+"""02-simplex: softmax over the last axis, and is_row_stochastic.
+
+softmax is compared with attncore.softmax; is_row_stochastic with
+attncore.invariants.check_rows(W, atol=atol).on_simplex (finite, entries in
+[0, 1], every row sum within atol of 1).
+
+is_row_stochastic returns one bool, so every wrong version "matches" a learner
+whenever both answer wrongly. Its cases are therefore built so that each one is
+answered wrongly by exactly one catalogued misconception (checked by
+tests/test_feedback.py through the wrong solutions in tests/wrong/simplex.py),
+and each case's description says what it is about.
+"""
+import copy
+
+import numpy as np
+
+import attncore
+from attncore.invariants import check_rows
+
+from ..probe import Case, FunctionSpec, Misconception, same
+from .common import (
+    GLOBAL_MAX, GLOBAL_MAX_FIX, UNSTABLE, UNSTABLE_FIX, WRONG_AXIS, WRONG_AXIS_FIX, arrays,
+    global_max_softmax, naive_softmax, rows_of_different_scales,
+)
+
 ASSIGNMENT = "02-simplex"
-SPECS = []
+
+
+def matching(*variants, detail=""):
+    """A detector: the learner's output equals one of variants(*args) and that one is wrong.
+
+    detail is a string, or a function (args, index of the variant) -> string.
+    """
+
+    def detect(args, got, expected):
+        for index, variant in enumerate(variants):
+            try:
+                with np.errstate(all="ignore"):
+                    wrong = variant(*copy.deepcopy(args).values())
+            except Exception:  # this variant cannot even run on the input
+                continue
+            if same(got, wrong) and not same(expected, wrong):
+                return detail(args, index) if callable(detail) else detail
+        return None
+
+    return detect
+
+
+# ---------------------------------------------------------------- softmax
+
+def scores(seed, *shape, dtype=np.float64, scale=1.0, offset=0.0):
+    (x,) = arrays(seed, shape, scale=scale)
+    return {"scores": (x + offset).astype(dtype)}
+
+
+def mostly_negative(seed, t, n):
+    """Scores between -560 and -540: exp of them is tiny (~1e-240) but a normal float64."""
+    rng = np.random.default_rng(seed)
+    return {"scores": rng.uniform(-560.0, -540.0, size=(t, n))}
+
+
+def offsets_rows(seed, t, n, dtype=np.float64):
+    return {"scores": rows_of_different_scales(seed, t, n, dtype=dtype)}
+
+
+SOFTMAX_CASES = {
+    "basic": [
+        Case("2 rows of 3 scores, small values", lambda: scores(1, 2, 3)),
+    ],
+    "hidden": [
+        Case("3-D input (2, 3, 4): a batch of score matrices", lambda: scores(2, 2, 3, 4)),
+        Case("4-D input (2, 2, 3, 5): batch and heads", lambda: scores(3, 2, 2, 3, 5)),
+        Case("a single column (n = 1): every weight is exactly 1", lambda: scores(4, 3, 1)),
+        Case("float32 scores, shape (3, 4): the result must stay float32",
+             lambda: scores(5, 3, 4, dtype=np.float32)),
+    ],
+    "extreme": [
+        Case("2 rows of scores between 700 and 800 (float64): exp(x) alone overflows",
+             lambda: scores(6, 2, 5, scale=20.0, offset=750.0)),
+        Case("float32 scores between 100 and 140: exp(x) alone overflows in float32",
+             lambda: scores(7, 3, 4, dtype=np.float32, scale=8.0, offset=120.0)),
+        Case("mostly negative scores, between -560 and -540 (float64)",
+             lambda: mostly_negative(8, 3, 5)),
+        Case("4 rows at offsets -1e4, 0, 1e4, -50: rows on wildly different scales",
+             lambda: offsets_rows(9, 4, 5)),
+        Case("float32 scores up to 1e4 in magnitude, shape (3, 6)",
+             lambda: scores(10, 3, 6, dtype=np.float32, scale=5e3)),
+        Case("3-D float64 scores up to 1e4 in magnitude, shape (2, 3, 4)",
+             lambda: scores(11, 2, 3, 4, scale=5e3)),
+    ],
+}
+
+
+def _normalise_whole_array(x):
+    e = np.exp(x - x.max())
+    return e / e.sum()
+
+
+def _normalise_each_slice(x):
+    """A loop over x[i] written for 2-D input: on 3-D input each x[i] is a whole matrix."""
+    out = np.empty_like(x)
+    for i in range(x.shape[0]):
+        e = np.exp(x[i] - x[i].max())
+        out[i] = e / e.sum()
+    return out
+
+
+def _max_without_keepdims(x):
+    e = np.exp(x - x.max(axis=-1))
+    return e / e.sum(axis=-1, keepdims=True)
+
+
+def _sum_without_keepdims(x):
+    e = np.exp(x - x.max(axis=-1, keepdims=True))
+    return e / e.sum(axis=-1)
+
+
+def _neither_keepdims(x):
+    e = np.exp(x - x.max(axis=-1))
+    return e / e.sum(axis=-1)
+
+
+def _unstabilised_log_sum_exp(x):
+    return np.exp(x - np.log(np.sum(np.exp(x), axis=-1, keepdims=True)))
+
+
+def _clipped_naive(x):
+    e = np.exp(np.clip(x, -700.0, 700.0))
+    return e / e.sum(axis=-1, keepdims=True)
+
+
+def _other_axis(axis):
+    return lambda x: attncore.softmax(x, axis=axis)
+
+
+def _wrong_axis_detail(args, index):
+    x = args["scores"]
+    return (f"Your result is the softmax over axis {index} of an input of shape {x.shape}: "
+            f"the entries along axis {index} sum to 1, the rows (last axis) do not.")
+
+
+def _softmax_wrong_axis(args, got, expected):
+    ndim = np.ndim(args["scores"])
+    return matching(*[_other_axis(a) for a in range(ndim - 1)],
+                    detail=_wrong_axis_detail)(args, got, expected)
+
+
+WHOLE = "normalised over the whole array instead of each row"
+KEEPDIMS = "row maximum or row sum without keepdims"
+
+SOFTMAX_MISCONCEPTIONS = [
+    Misconception(WRONG_AXIS, WRONG_AXIS_FIX + " With more than two dimensions, axis=1 is not "
+                  "the last axis either: write axis=-1.", detect=_softmax_wrong_axis),
+    Misconception(
+        WHOLE,
+        "divide each row by its own sum: e.sum(axis=-1, keepdims=True), not e.sum() (which "
+        "adds up every entry of the array, or of a whole matrix when you loop over the first "
+        "axis of a 3-D input).",
+        detect=matching(_normalise_whole_array, _normalise_each_slice,
+                        detail="Your entries add up to 1 over a whole block of rows, not "
+                               "row by row."),
+    ),
+    Misconception(
+        KEEPDIMS,
+        "reduce with keepdims=True: x.max(axis=-1, keepdims=True) and "
+        "e.sum(axis=-1, keepdims=True) have shape (..., 1), so they line up with the rows. "
+        "Without keepdims the shape is (...,), and NumPy lines it up with the last axis "
+        "instead (or refuses to broadcast).",
+        wrong=_max_without_keepdims,
+        detect=matching(_max_without_keepdims, _sum_without_keepdims, _neither_keepdims,
+                        detail="Your row maxima or row sums were applied along the wrong "
+                               "axis: entry (i, j) was shifted or divided by the value of "
+                               "row j instead of row i."),
+    ),
+    Misconception(UNSTABLE, UNSTABLE_FIX,
+                  detect=matching(naive_softmax, _unstabilised_log_sum_exp, _clipped_naive,
+                                  detail="exp of these scores overflows (or underflows to 0) "
+                                         "unless each row's maximum is subtracted first.")),
+    Misconception(GLOBAL_MAX, GLOBAL_MAX_FIX, wrong=global_max_softmax),
+]
+
+
+# ------------------------------------------------------- is_row_stochastic
+
+def _w(rows, dtype=np.float64, **extra):
+    return {"W": np.array(rows, dtype=dtype), **extra}
+
+
+def circulant(a, b, c, dtype=np.float64, **extra):
+    """[[a, b, c], [c, a, b], [b, c, a]]: rows and columns all sum to a + b + c."""
+    return {"W": np.array([[a, b, c], [c, a, b], [b, c, a]], dtype=dtype), **extra}
+
+
+def float32_softmax_rows():
+    """A float32 softmax of 4 rows of 50 scores: row sums are 1 within about 1e-7."""
+    (x,) = arrays(21, (4, 50), dtype=np.float32, scale=2.0)
+    return {"W": attncore.softmax(x)}
+
+
+def dyadic_rows_3d():
+    """(2, 3, 4) rows of exact binary fractions: the rows sum to 1 exactly, no other axis does."""
+    base = np.array([[0.5, 0.25, 0.125, 0.125],
+                     [0.0625, 0.75, 0.125, 0.0625],
+                     [0.375, 0.125, 0.25, 0.25]])
+    return {"W": np.stack([base, base[::-1, ::-1]])}
+
+
+ROW_CASES = {
+    "basic": [
+        Case("2 x 3, every row sums to 1, the columns do not (expected True)",
+             lambda: _w([[0.25, 0.5, 0.25], [0.125, 0.375, 0.5]])),
+        Case("2 x 3, row sums 1.2 and 0.8 although all entries add up to 2 (expected False)",
+             lambda: _w([[0.5, 0.4, 0.3], [0.2, 0.3, 0.3]])),
+        Case("2 x 3, rows sum to 1 but one entry is negative (expected False)",
+             lambda: _w([[0.625, 0.625, -0.25], [0.5, 0.25, 0.25]])),
+    ],
+    "hidden": [
+        Case("one row of 4, as a (1, 4) array (expected True)",
+             lambda: _w([[0.125, 0.5, 0.25, 0.125]])),
+        Case("3-D (2, 3, 4): rows of exact binary fractions (expected True)", dyadic_rows_3d),
+        Case("one-hot rows: entries exactly 0 and 1 are allowed (expected True)",
+             lambda: _w([[0.0, 1.0, 0.0], [1.0, 0.0, 0.0], [0.0, 0.0, 1.0]])),
+        Case("float64 rows whose sums differ from 1 by 3e-10, default atol (expected True)",
+             lambda: circulant(0.3, 0.3, 0.4 + 3e-10)),
+        Case("float32 rows whose sums differ from 1 by about 2e-7, default atol (expected True)",
+             lambda: circulant(0.3, 0.3, 0.4 + 2e-7, dtype=np.float32)),
+        Case("a float32 softmax, 4 rows of 50, default atol (expected True)",
+             float32_softmax_rows),
+        Case("one row sums to 1.001, default atol (expected False)",
+             lambda: _w([[0.5, 0.25, 0.25], [0.501, 0.25, 0.25]])),
+    ],
+    "edge": [
+        Case("a 1-D array: a single row (expected True)", lambda: _w([0.25, 0.25, 0.5])),
+        Case("a row of NaN (expected False)",
+             lambda: _w([[0.5, 0.5, 0.0], [np.nan, np.nan, np.nan]])),
+        Case("a row with one NaN entry (expected False)",
+             lambda: _w([[0.5, np.nan, 0.5], [0.25, 0.25, 0.5]])),
+        Case("atol = 1e-3 and row sums off by 1e-4 (expected True)",
+             lambda: circulant(0.5, 0.25, 0.2501, atol=1e-3)),
+        Case("atol = 1e-10 and a row sum off by 1e-8 (expected False)",
+             lambda: _w([[0.5, 0.25, 0.25], [0.5, 0.25, 0.25000001]], atol=1e-10)),
+        Case("atol = 1e-3 and an entry 1.0005: the sum is within atol, the entry is above 1 "
+             "(expected False)", lambda: _w([[1.0005, 0.0, 0.0], [0.5, 0.5, 0.0]], atol=1e-3)),
+        Case("an entry +inf (expected False)",
+             lambda: _w([[np.inf, 0.0, 0.0], [0.5, 0.5, 0.0]])),
+    ],
+}
+
+
+def _rows_ok(W, sums_ok):
+    return bool(np.all(np.isfinite(W)) and np.all((W >= 0) & (W <= 1)) and np.all(sums_ok))
+
+
+def _columns(axis):
+    return lambda W, atol=1e-6: _rows_ok(W, np.abs(W.sum(axis=axis) - 1) <= atol)
+
+
+def _total(W, atol=1e-6):
+    n_rows = W.size // W.shape[-1]
+    return _rows_ok(W, abs(W.sum() - n_rows) <= atol)
+
+
+def _no_lower_bound(W, atol=1e-6):
+    return bool(np.all(np.isfinite(W)) and np.all(W <= 1)
+                and np.all(np.abs(W.sum(axis=-1) - 1) <= atol))
+
+
+def _no_upper_bound(W, atol=1e-6):
+    return bool(np.all(np.isfinite(W)) and np.all(W >= 0)
+                and np.all(np.abs(W.sum(axis=-1) - 1) <= atol))
+
+
+def _strict(W, atol=1e-6):
+    return bool(np.all(np.isfinite(W)) and np.all((W > 0) & (W < 1))
+                and np.all(np.abs(W.sum(axis=-1) - 1) <= atol))
+
+
+def _exact(W, atol=1e-6):
+    return _rows_ok(W, W.sum(axis=-1) == 1)
+
+
+def _fixed_atol(W, atol=1e-6):
+    return _rows_ok(W, np.abs(W.sum(axis=-1) - 1) <= 1e-6)
+
+
+def _allclose_defaults(W, atol=1e-6):
+    return _rows_ok(W, np.isclose(W.sum(axis=-1), 1))
+
+
+def _allclose_with_rtol(W, atol=1e-6):
+    return _rows_ok(W, np.isclose(W.sum(axis=-1), 1, atol=atol))
+
+
+def _nan_passes(W, atol=1e-6):
+    return not (np.any(W < 0) or np.any(W > 1) or np.any(np.abs(W.sum(axis=-1) - 1) > atol))
+
+
+def _array_returned(args, got, expected):
+    if np.ndim(got) == 0:
+        return None
+    return (f"Your function returned an array of shape {np.shape(got)} (one answer per row?); "
+            f"the question is about the whole of W, so the answer is one True or False.")
+
+
+def _columns_detect(args, got, expected):
+    ndim = np.ndim(args["W"])
+    return matching(*[_columns(a) for a in range(ndim - 1)],
+                    detail="Your answer fits sums taken down the columns (or another axis "
+                           "than the last).")(args, got, expected)
+
+
+ROW_MISCONCEPTIONS = [
+    Misconception("an array instead of one bool",
+                  "combine the per-row checks into one answer with np.all(...) and return "
+                  "bool(...) of it.", detect=_array_returned),
+    Misconception("columns checked instead of rows",
+                  "a row is the last axis: sum with W.sum(axis=-1) and compare every row sum "
+                  "with 1 (axis=0 or axis=1 adds up columns or whole matrices).",
+                  detect=_columns_detect),
+    Misconception("total of all entries checked instead of each row",
+                  "check each row sum separately: np.abs(W.sum(axis=-1) - 1) <= atol for "
+                  "every row. Rows summing to 1.2 and 0.8 have the right total but are not "
+                  "distributions.", wrong=_total),
+    Misconception("negative entries not rejected",
+                  "a probability cannot be negative: also require np.all(W >= 0). A row like "
+                  "[0.625, 0.625, -0.25] sums to 1 and is still not a distribution.",
+                  wrong=_no_lower_bound),
+    Misconception("entries above 1 not rejected",
+                  "also require np.all(W <= 1): with a tolerance on the sum, an entry can be "
+                  "above 1 while the row sum is still within atol of 1.",
+                  wrong=_no_upper_bound),
+    Misconception("0 and 1 excluded (strict inequalities)",
+                  "entries may equal 0 or 1 exactly (one-hot rows, masked keys): test "
+                  "W >= 0 and W <= 1, not W > 0 and W < 1.", wrong=_strict),
+    Misconception("tolerance other than atol",
+                  "use the atol you are given, and only it: np.abs(row_sums - 1) <= atol. "
+                  "np.allclose / np.isclose add a relative tolerance rtol=1e-05 unless you "
+                  "pass rtol=0, and a hard-coded 1e-6 ignores the caller's atol.",
+                  detect=matching(_fixed_atol, _allclose_defaults, _allclose_with_rtol)),
+    Misconception("exact equality instead of the tolerance",
+                  "floating-point row sums are 1 only up to rounding: compare "
+                  "np.abs(row_sums - 1) <= atol instead of row_sums == 1.", wrong=_exact),
+    Misconception("NaN rows accepted",
+                  "every comparison with NaN is False, so 'no entry is < 0 and no sum is off' "
+                  "lets a NaN row through: test np.all(np.isfinite(W)) first, and phrase "
+                  "the checks positively (np.all(W >= 0), np.all(abs(sums - 1) <= atol)).",
+                  wrong=_nan_passes),
+]
+
+
+SPECS = [
+    FunctionSpec(
+        name="softmax",
+        reference=lambda scores: attncore.softmax(scores),
+        suites=SOFTMAX_CASES,
+        misconceptions=SOFTMAX_MISCONCEPTIONS,
+        keep_dtype=True,
+        forbidden=("softmax", "log_softmax"),
+    ),
+    FunctionSpec(
+        name="is_row_stochastic",
+        reference=lambda W, atol=1e-6: bool(check_rows(W, atol=atol).on_simplex),
+        suites=ROW_CASES,
+        misconceptions=ROW_MISCONCEPTIONS,
+        forbidden=("invariants.check_rows",),
+    ),
+]

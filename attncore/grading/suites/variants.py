@@ -1,3 +1,542 @@
-"""06-variants: written by the assignment author (in progress)."""
+"""06-variants: softmax_one, sparsemax and (non-causal, normalised) linear_attention.
+
+softmax_one and sparsemax are compared with attncore.softmax_one and
+attncore.sparsemax. attncore has no linear attention, so its reference is
+written here, in `linear_attention_reference`.
+"""
+import copy
+
+import numpy as np
+
+import attncore
+
+from ..probe import Case, FunctionSpec, Misconception, same
+from .common import GLOBAL_MAX, GLOBAL_MAX_FIX, UNSTABLE, arrays, rows_of_different_scales
+
 ASSIGNMENT = "06-variants"
-SPECS = []
+
+
+def matching(*variants, detail=""):
+    """A detector: the learner's output equals one of variants(*args), and that one is wrong.
+
+    detail is a string, or a function (args, index of the variant) -> string.
+    """
+
+    def detect(args, got, expected):
+        for index, variant in enumerate(variants):
+            try:
+                with np.errstate(all="ignore"):
+                    wrong = variant(*copy.deepcopy(args).values())
+            except Exception:  # this variant cannot even run on the input
+                continue
+            if same(got, wrong) and not same(expected, wrong):
+                return detail(args, index) if callable(detail) else detail
+        return None
+
+    return detect
+
+
+def other_axes(reference, what):
+    """A detector: the learner applied `reference` along an axis other than the last."""
+
+    def detect(args, got, expected):
+        x = next(iter(args.values()))
+        axes = list(range(np.ndim(x) - 1))
+        return matching(
+            *[lambda x, a=a: reference(x, axis=a) for a in axes],
+            detail=lambda args, i: (f"Your result is {what} along axis {axes[i]} of an input "
+                                    f"of shape {x.shape}, not along the rows (the last axis)."),
+        )(args, got, expected)
+
+    return detect
+
+
+def scores(seed, *shape, dtype=np.float64, scale=1.0, offset=0.0):
+    (x,) = arrays(seed, shape, scale=scale)
+    return {"x": (np.asarray(offset)[..., None] + x).astype(dtype) if np.ndim(offset)
+            else (x + offset).astype(dtype)}
+
+
+def given(rows, dtype=np.float64):
+    return {"x": np.array(rows, dtype=dtype)}
+
+
+# ------------------------------------------------------------ softmax_one
+
+SOFTMAX_ONE_CASES = {
+    "basic": [
+        Case("2 rows of 3 scores", lambda: scores(1, 2, 3, scale=1.5)),
+    ],
+    "hidden": [
+        Case("3-D input (2, 3, 4)", lambda: scores(2, 2, 3, 4, scale=1.5)),
+        Case("a single column (n = 1): the weight is exp(x) / (1 + exp(x))",
+             lambda: scores(3, 3, 1, scale=2.0)),
+        Case("ties: a row of equal scores and a row of zeros (each weight 1 / (1 + n) there)",
+             lambda: given([[2.0, 2.0, 2.0, 2.0], [0.0, 0.0, 0.0, 0.0], [1.0, -1.0, 1.0, 0.5]])),
+        Case("float32 scores, shape (3, 5): the result must stay float32",
+             lambda: scores(4, 3, 5, dtype=np.float32, scale=1.5)),
+    ],
+    "extreme": [
+        Case("float32 scores around 100: exp(x) alone overflows in float32",
+             lambda: scores(5, 2, 4, dtype=np.float32, scale=3.0, offset=100.0)),
+        Case("float64 rows around 1e3 and 1e4: exp(x) alone overflows",
+             lambda: scores(6, 3, 4, scale=3.0, offset=np.array([1e3, 1.002e3, 1e4]))),
+        Case("very negative rows (around -1e4 and -300) beside an ordinary row",
+             lambda: scores(7, 3, 4, scale=3.0, offset=np.array([-1e4, 0.0, -300.0]))),
+        Case("4 rows at offsets -1e4, 0, 1e4, -50: rows on wildly different scales",
+             lambda: {"x": rows_of_different_scales(8, 4, 5)}),
+        Case("float32, 3-D, scores up to 1e4 in magnitude",
+             lambda: scores(9, 2, 2, 5, dtype=np.float32, scale=5e3)),
+    ],
+}
+
+
+def _one_kept_as_one(x):
+    """Max subtracted, but the 1 in the denominator left as 1."""
+    m = x.max(axis=-1, keepdims=True)
+    e = np.exp(x - m)
+    return e / (1 + e.sum(axis=-1, keepdims=True))
+
+
+def _one_as_exp_plus_m(x):
+    """Max subtracted, and the 1 turned into exp(+m) instead of exp(-m)."""
+    m = np.maximum(x.max(axis=-1, keepdims=True), 0)
+    e = np.exp(x - m)
+    return e / (np.exp(m) + e.sum(axis=-1, keepdims=True))
+
+
+def _one_as_exp_plus_m_unclamped(x):
+    m = x.max(axis=-1, keepdims=True)
+    e = np.exp(x - m)
+    return e / (np.exp(m) + e.sum(axis=-1, keepdims=True))
+
+
+def _clamped_one_kept(x):
+    """m = max(0, row max) subtracted, the 1 left as 1."""
+    m = np.maximum(x.max(axis=-1, keepdims=True), 0)
+    e = np.exp(x - m)
+    return e / (1 + e.sum(axis=-1, keepdims=True))
+
+
+def _softmax_one_naive(x):
+    e = np.exp(x)
+    return e / (1 + e.sum(axis=-1, keepdims=True))
+
+
+def _softmax_one_rescaled(x):
+    """softmax(x) * s / (1 + s) with s = sum exp(x) computed naively."""
+    s = np.exp(x).sum(axis=-1, keepdims=True)
+    return attncore.softmax(x) * s / (1 + s)
+
+
+def _softmax_one_clamp_wrong_way(x):
+    """m = min(0, row max): no shift at all for the rows that need one."""
+    m = np.minimum(x.max(axis=-1, keepdims=True), 0)
+    e = np.exp(x - m)
+    return e / (np.exp(-m) + e.sum(axis=-1, keepdims=True))
+
+
+def _softmax_one_global_max(x):
+    m = np.maximum(x.max(), 0)
+    e = np.exp(x - m)
+    return e / (np.exp(-m) + e.sum(axis=-1, keepdims=True))
+
+
+STABILISED_WRONGLY = "softmax-1 stabilised wrongly"
+FORGOT_ONE = "the 1 in the denominator forgotten (plain softmax)"
+
+SOFTMAX_ONE_MISCONCEPTIONS = [
+    Misconception(
+        FORGOT_ONE,
+        "softmax-1 divides by 1 + sum_j exp(x_j), not by sum_j exp(x_j): its rows sum to "
+        "LESS than 1 (the missing mass goes to an implicit extra key of score 0).",
+        wrong=lambda x: attncore.softmax(x),
+    ),
+    Misconception(
+        STABILISED_WRONGLY,
+        "when you subtract m from every score, the 1 must be shifted too: "
+        "1 = exp(0) becomes exp(0 - m) = exp(-m). Take m = max(0, row max) "
+        "(np.maximum(x.max(axis=-1, keepdims=True), 0)), then "
+        "out = exp(x - m) / (exp(-m) + sum_j exp(x_j - m)).",
+        detect=matching(_one_kept_as_one, _one_as_exp_plus_m, _one_as_exp_plus_m_unclamped,
+                        _clamped_one_kept,
+                        detail=lambda args, i: [
+                            "Your weights match exp(x - m) / (1 + sum_j exp(x_j - m)) with m "
+                            "the row max: the scores were shifted, the 1 was not.",
+                            "Your weights match exp(x - m) / (exp(+m) + sum_j exp(x_j - m)): "
+                            "the 1 was shifted the wrong way (exp(+m) instead of exp(-m)).",
+                            "Your weights match exp(x - m) / (exp(+m) + sum_j exp(x_j - m)) "
+                            "with m the row max: the 1 was shifted the wrong way.",
+                            "Your weights match exp(x - m) / (1 + sum_j exp(x_j - m)) with "
+                            "m = max(0, row max): the scores were shifted, the 1 was not.",
+                        ][i]),
+    ),
+    Misconception(
+        "softmax-1 over the wrong axis",
+        "normalise each row, the last axis: reduce with axis=-1, keepdims=True.",
+        detect=other_axes(attncore.softmax_one, "softmax-1"),
+    ),
+    Misconception(
+        UNSTABLE,
+        "exp of a large score overflows. Subtract m = max(0, row max) from every score and "
+        "write the 1 as exp(-m): out = exp(x - m) / (exp(-m) + sum_j exp(x_j - m)). Then no "
+        "exponent is positive, and the denominator is at least 1 whenever m > 0.",
+        detect=matching(_softmax_one_naive, _softmax_one_rescaled, _softmax_one_clamp_wrong_way,
+                        detail="exp of these scores overflows unless each row is shifted "
+                               "first."),
+    ),
+    Misconception(GLOBAL_MAX, GLOBAL_MAX_FIX + " (For softmax-1: m = max(0, row max), per row.)",
+                  wrong=_softmax_one_global_max),
+]
+
+
+# -------------------------------------------------------------- sparsemax
+
+SPARSEMAX_CASES = {
+    "basic": [
+        Case("2 rows of 5 scores: only part of each row survives",
+             lambda: given([[0.9, -0.3, 1.4, 0.2, 1.1], [0.1, 0.5, -1.0, 0.45, 0.3]])),
+    ],
+    "hidden": [
+        Case("3-D input (2, 3, 4)", lambda: scores(11, 2, 3, 4, scale=0.8)),
+        Case("a single column (n = 1): the weight is exactly 1", lambda: scores(12, 3, 1)),
+        Case("ties: equal scores share the weight equally, and a row of equal scores is uniform",
+             lambda: given([[2.0, 2.0, 0.5, 1.0], [1.0, 1.0, 1.0, 1.0], [0.3, 3.0, 3.0, 3.0]])),
+        Case("scores close together: every key keeps some weight (full support)",
+             lambda: scores(13, 2, 5, scale=0.1)),
+        Case("one score far above the rest: a one-hot row",
+             lambda: given([[5.0, 0.2, 0.1, -1.0], [0.0, 0.3, 2.0, 0.25]])),
+        Case("float32 scores, shape (3, 5): the result must stay float32",
+             lambda: scores(14, 3, 5, dtype=np.float32, scale=0.8)),
+    ],
+    "extreme": [
+        Case("float32 rows around 100",
+             lambda: scores(15, 2, 5, dtype=np.float32, scale=0.8, offset=100.0)),
+        Case("float64 rows around 1e4",
+             lambda: scores(16, 3, 5, scale=0.8, offset=np.array([1e4, 2e3, 1e2]))),
+        Case("very negative rows (around -1e4)",
+             lambda: scores(17, 2, 5, scale=0.8, offset=np.array([-1e4, -5e3]))),
+        Case("4 rows at offsets -1e4, 0, 1e4, -50",
+             lambda: {"x": rows_of_different_scales(18, 4, 5)}),
+    ],
+}
+
+
+def _sorted_desc(x):
+    return -np.sort(-x, axis=-1)
+
+
+def _threshold(z, cumulative, k):
+    """tau from the (possibly wrong) sorted values, cumulative sums and indices k."""
+    in_support = 1 + k * z > cumulative
+    size = np.sum(in_support, axis=-1, keepdims=True)
+    return (np.take_along_axis(cumulative, size - 1, axis=-1) - 1) / size
+
+
+def _k(x):
+    return np.arange(1, x.shape[-1] + 1)
+
+
+def _tau_zero_based_k(x):
+    z = _sorted_desc(x)
+    return _threshold(z, np.cumsum(z, axis=-1), np.arange(x.shape[-1]))
+
+
+def _tau_unsorted(x):
+    return _threshold(x, np.cumsum(x, axis=-1), _k(x))
+
+
+def _tau_unsorted_cumsum(x):
+    return _threshold(_sorted_desc(x), np.cumsum(x, axis=-1), _k(x))
+
+
+def _tau_ascending(x):
+    z = np.sort(x, axis=-1)
+    return _threshold(z, np.cumsum(z, axis=-1), _k(x))
+
+
+def _tau_all_entries(x):
+    return (x.sum(axis=-1, keepdims=True) - 1) / x.shape[-1]
+
+
+def _tau_size_plus_one(x):
+    z = _sorted_desc(x)
+    cumulative = np.cumsum(z, axis=-1)
+    size = np.sum(1 + _k(x) * z > cumulative, axis=-1, keepdims=True)
+    return (np.take_along_axis(cumulative, size - 1, axis=-1) - 1) / (size + 1)
+
+
+def _tau_next_cumsum(x):
+    """cumulative[size] instead of cumulative[size - 1] (clipped at the last index)."""
+    z = _sorted_desc(x)
+    cumulative = np.cumsum(z, axis=-1)
+    size = np.sum(1 + _k(x) * z > cumulative, axis=-1, keepdims=True)
+    index = np.minimum(size, x.shape[-1] - 1)
+    return (np.take_along_axis(cumulative, index, axis=-1) - 1) / size
+
+
+def _tau_first_false(x):
+    """Support size from argmax of the first failing index: 0 when every key is in the support."""
+    z = _sorted_desc(x)
+    cumulative = np.cumsum(z, axis=-1)
+    size = np.argmax(~(1 + _k(x) * z > cumulative), axis=-1)[..., None]
+    return (np.take_along_axis(cumulative, size - 1, axis=-1) - 1) / size
+
+
+def _tau_max_minus_one(x):
+    return x.max(axis=-1, keepdims=True) - 1
+
+
+def _clipped(tau_of):
+    return lambda x: np.maximum(x - tau_of(x), 0)
+
+
+def _tau(x):
+    """The correct threshold (for the wrong versions that misuse it)."""
+    z = _sorted_desc(x)
+    return _threshold(z, np.cumsum(z, axis=-1), _k(x))
+
+
+def _sparsemax_sorted_order(x):
+    z = _sorted_desc(x)
+    return np.maximum(z - _tau(x), 0)
+
+
+def _sparsemax_unclipped(x):
+    return x - _tau(x)
+
+
+THRESHOLD_WRONG = "sparsemax threshold wrong"
+
+SPARSEMAX_MISCONCEPTIONS = [
+    Misconception(
+        "sparsemax weights in sorted order",
+        "sort only to find tau; then apply it to the scores in their original order: "
+        "out = np.maximum(x - tau, 0), not np.maximum(z_sorted - tau, 0).",
+        wrong=_sparsemax_sorted_order,
+    ),
+    Misconception(
+        THRESHOLD_WRONG,
+        "sort each row in DESCENDING order, z = -np.sort(-x, axis=-1); with k = 1, 2, ..., n "
+        "(not 0, 1, ...) and the cumulative sums c_k of z, the support size is "
+        "k(z) = the number of k with 1 + k z_k > c_k; then tau = (c_{k(z)} - 1) / k(z) "
+        "(the cumulative sum at position k(z), 1-based, divided by k(z)), and "
+        "out = np.maximum(x - tau, 0).",
+        detect=matching(*[_clipped(t) for t in (
+            _tau_zero_based_k, _tau_unsorted, _tau_unsorted_cumsum, _tau_ascending,
+            _tau_all_entries, _tau_size_plus_one, _tau_next_cumsum, _tau_first_false,
+            _tau_max_minus_one)],
+            detail="Your weights are max(x - tau, 0) with a threshold tau computed from the "
+                   "wrong support or the wrong sums, so the rows do not sum to 1."),
+    ),
+    Misconception(
+        "sparsemax without the clip at 0",
+        "the scores below the threshold get weight exactly 0: return np.maximum(x - tau, 0), "
+        "not x - tau.",
+        wrong=_sparsemax_unclipped,
+    ),
+    Misconception(
+        "sparsemax over the wrong axis",
+        "sort, sum and threshold each row, along the last axis (axis=-1).",
+        detect=other_axes(attncore.sparsemax, "sparsemax"),
+    ),
+]
+
+
+# ------------------------------------------------------- linear_attention
+
+class FeatureMap:
+    """A positive feature map phi, applied to the last axis; prints as its formula."""
+
+    def __init__(self, name, function):
+        self.name, self.function = name, function
+
+    def __call__(self, x):
+        return self.function(np.asarray(x))
+
+    def __repr__(self):
+        return f"<function: {self.name}>"
+
+
+def _elu_plus_one(x):
+    return np.where(x > 0, x + 1, np.exp(np.minimum(x, 0))).astype(x.dtype)
+
+
+ELU_PLUS_ONE = FeatureMap("elu(x) + 1", _elu_plus_one)
+RELU_PLUS_EPS = FeatureMap("relu(x) + 1e-3", lambda x: (np.maximum(x, 0) + 1e-3).astype(x.dtype))
+EXP = FeatureMap("exp(x)", np.exp)
+EXP_PAIRS = FeatureMap("[exp(x), exp(-x)] / sqrt(2): 2 d_k features per row",
+                       lambda x: np.concatenate([np.exp(x), np.exp(-x)], axis=-1)
+                       / np.sqrt(2).astype(x.dtype))
+
+
+def linear_attention_reference(Q, K, V, feature_map):
+    """Non-causal, normalised linear attention (Katharopoulos et al., 2020), plain NumPy.
+
+    out_i = phi(q_i)^T (sum_j phi(k_j) v_j^T) / (phi(q_i)^T sum_j phi(k_j)),
+    with Q (T_q, d_k), K (T_k, d_k), V (T_k, d_v) -> (T_q, d_v).
+    """
+    phi_q, phi_k = feature_map(Q), feature_map(K)  # (T_q, r), (T_k, r)
+    kv = phi_k.T @ V                                # (r, d_v): sum_j phi(k_j) v_j^T
+    z = phi_k.sum(axis=0)                           # (r,): sum_j phi(k_j)
+    return (phi_q @ kv) / (phi_q @ z)[:, None]      # (T_q, d_v)
+
+
+def qkv(seed, t_q, t_k, d_k, d_v, feature_map, dtype=np.float64, scale=1.0, q_rows=None):
+    q, k, v = arrays(seed, (t_q, d_k), (t_k, d_k), (t_k, d_v), dtype=dtype, scale=scale)
+    if q_rows is not None:  # per-query scales
+        q = (q * np.asarray(q_rows, dtype=dtype)[:, None]).astype(dtype)
+    return {"Q": q, "K": k, "V": v, "feature_map": feature_map}
+
+
+LINEAR_CASES = {
+    "basic": [
+        Case("2 queries, 3 keys, d_k = 4, d_v = 5, phi = elu(x) + 1",
+             lambda: qkv(21, 2, 3, 4, 5, ELU_PLUS_ONE)),
+    ],
+    "hidden": [
+        Case("4 queries, 4 keys, d_k = 3, d_v = 5, phi = relu(x) + 1e-3",
+             lambda: qkv(22, 4, 4, 3, 5, RELU_PLUS_EPS)),
+        Case("1 query, 5 keys, d_k = 4, d_v = 3, phi = exp(x)",
+             lambda: qkv(23, 1, 5, 4, 3, EXP)),
+        Case("3 queries, 2 keys, d_k = 3, d_v = 4, a feature map with 2 d_k = 6 features",
+             lambda: qkv(24, 3, 2, 3, 4, EXP_PAIRS)),
+        Case("5 queries, 3 keys, d_k = 8, d_v = 2, float32, phi = elu(x) + 1",
+             lambda: qkv(25, 5, 3, 8, 2, ELU_PLUS_ONE, dtype=np.float32)),
+    ],
+    "extreme": [
+        Case("3 queries scaled by 1e-3, 1 and 1e2; 6 keys; phi = relu(x) + 1e-3",
+             lambda: qkv(26, 3, 6, 4, 3, RELU_PLUS_EPS, q_rows=[1e-3, 1.0, 1e2])),
+        Case("large scores: Q and K entries in the hundreds, phi = elu(x) + 1, 4 queries, 7 keys",
+             lambda: qkv(27, 4, 7, 5, 3, ELU_PLUS_ONE, scale=100.0)),
+        Case("float32, 6 queries, 9 keys, d_k = 4, d_v = 3, phi = exp(x)",
+             lambda: qkv(28, 6, 9, 4, 3, EXP, dtype=np.float32)),
+    ],
+}
+
+
+def _unnormalised(Q, K, V, feature_map):
+    return feature_map(Q) @ (feature_map(K).T @ V)
+
+
+def _divided_by_t_k(Q, K, V, feature_map):
+    return feature_map(Q) @ (feature_map(K).T @ V) / K.shape[0]
+
+
+def _divided_by_feature_sum(Q, K, V, feature_map):
+    """Divided by sum_j phi(k_j) summed over features too, not dotted with phi(q_i)."""
+    return feature_map(Q) @ (feature_map(K).T @ V) / feature_map(K).sum()
+
+
+def _phi_on_q_only(Q, K, V, feature_map):
+    phi_q = feature_map(Q)
+    return (phi_q @ (K.T @ V)) / (phi_q @ K.sum(axis=0))[:, None]
+
+
+def _phi_on_k_only(Q, K, V, feature_map):
+    phi_k = feature_map(K)
+    return (Q @ (phi_k.T @ V)) / (Q @ phi_k.sum(axis=0))[:, None]
+
+
+def _phi_in_numerator_only(Q, K, V, feature_map):
+    return (feature_map(Q) @ (feature_map(K).T @ V)) / (Q @ K.sum(axis=0))[:, None]
+
+
+def _phi_nowhere(Q, K, V, feature_map):
+    return (Q @ (K.T @ V)) / (Q @ K.sum(axis=0))[:, None]
+
+
+def _phi_on_v_too(Q, K, V, feature_map):
+    return linear_attention_reference(Q, K, feature_map(V), feature_map)
+
+
+def _normalised_over_queries(Q, K, V, feature_map):
+    A = feature_map(Q) @ feature_map(K).T
+    return (A / A.sum(axis=0, keepdims=True)) @ V
+
+
+def _softmax_attention(Q, K, V, feature_map):
+    return attncore.attention(Q, K, V)
+
+
+def _softmax_of_features(Q, K, V, feature_map):
+    return attncore.softmax(feature_map(Q) @ feature_map(K).T) @ V
+
+
+WITHOUT_NORMALISER = "linear attention without its normaliser"
+
+LINEAR_MISCONCEPTIONS = [
+    Misconception(
+        WITHOUT_NORMALISER,
+        "divide each output row by its own normaliser phi(q_i)^T sum_j phi(k_j): with "
+        "phi_q = feature_map(Q) and phi_k = feature_map(K), "
+        "out = (phi_q @ (phi_k.T @ V)) / (phi_q @ phi_k.sum(axis=0))[:, None]. "
+        "It makes the weights of each query sum to 1, as softmax does.",
+        detect=matching(_unnormalised, _divided_by_t_k, _divided_by_feature_sum,
+                        detail=lambda args, i: [
+                            "Your output is phi(Q) (phi(K)^T V) with no division at all.",
+                            "You divided by the number of keys T_k, not by each query's own "
+                            "normaliser phi(q_i)^T sum_j phi(k_j).",
+                            "You divided by one number for all queries (the sum of every "
+                            "feature of every key), not by phi(q_i)^T sum_j phi(k_j).",
+                        ][i]),
+    ),
+    Misconception(
+        "feature map applied to only one of Q or K",
+        "apply feature_map to Q AND to K, in the numerator and in the normaliser: "
+        "phi_q = feature_map(Q), phi_k = feature_map(K), and use only phi_q and phi_k after "
+        "that (V is not mapped).",
+        detect=matching(_phi_on_q_only, _phi_on_k_only, _phi_in_numerator_only, _phi_nowhere,
+                        detail=lambda args, i: [
+                            "Your output matches phi applied to Q only (K used raw).",
+                            "Your output matches phi applied to K only (Q used raw).",
+                            "Your output matches phi in the numerator but raw Q and K in the "
+                            "normaliser.",
+                            "Your output matches no feature map at all.",
+                        ][i]),
+    ),
+    Misconception(
+        "feature map applied to V",
+        "the feature map replaces exp(q . k) only: map Q and K, and mix the values V as "
+        "they are.",
+        wrong=_phi_on_v_too,
+    ),
+    Misconception(
+        "weights normalised over the queries instead of the keys",
+        "each query's weights phi(q_i)^T phi(k_j) are divided by their sum over the keys j "
+        "(a row sum, axis=-1), not over the queries.",
+        wrong=_normalised_over_queries,
+    ),
+    Misconception(
+        "softmax attention instead of linear attention",
+        "linear attention has no exp and no softmax: the weight of key j for query i is "
+        "phi(q_i)^T phi(k_j) / sum_l phi(q_i)^T phi(k_l), with the feature_map you are given.",
+        detect=matching(_softmax_attention, _softmax_of_features),
+    ),
+]
+
+
+SPECS = [
+    FunctionSpec(
+        name="softmax_one",
+        reference=lambda x: attncore.softmax_one(x),
+        suites=SOFTMAX_ONE_CASES,
+        misconceptions=SOFTMAX_ONE_MISCONCEPTIONS,
+        keep_dtype=True,
+        forbidden=("softmax_one",),
+    ),
+    FunctionSpec(
+        name="sparsemax",
+        reference=lambda x: attncore.sparsemax(x),
+        suites=SPARSEMAX_CASES,
+        misconceptions=SPARSEMAX_MISCONCEPTIONS,
+        keep_dtype=True,
+        forbidden=("sparsemax",),
+    ),
+    FunctionSpec(
+        name="linear_attention",
+        reference=linear_attention_reference,
+        suites=LINEAR_CASES,
+        misconceptions=LINEAR_MISCONCEPTIONS,
+    ),
+]
