@@ -9,6 +9,7 @@ from .attention import (
     attention_scores,
     attention_weights,
     grouped_query_attention,
+    kv_cache_bytes,
     kv_head_map,
 )
 from .flash import flash_attention, weights_from_lse
@@ -22,6 +23,7 @@ __all__ = [
     "grouped_query_attention",
     "hardmax",
     "invariants",
+    "kv_cache_bytes",
     "kv_head_map",
     "log_softmax",
     "logsumexp",

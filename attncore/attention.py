@@ -54,6 +54,19 @@ def kv_head_map(n_q_heads, n_kv_heads):
     return np.arange(n_q_heads) // (n_q_heads // n_kv_heads)
 
 
+def kv_cache_bytes(n_layers, n_kv_heads, head_dim, seq_len, batch=1, bytes_per_value=2):
+    """Bytes a KV cache holds: 2 (keys and values) x layers x kv heads x head_dim x tokens x batch x bytes.
+
+    It grows with the kv heads, never the query heads: that is what GQA and MQA save.
+    """
+    sizes = dict(n_layers=n_layers, n_kv_heads=n_kv_heads, head_dim=head_dim, seq_len=seq_len,
+                 batch=batch, bytes_per_value=bytes_per_value)
+    total = 2
+    for name, value in sizes.items():
+        total *= positive_int(name, value)
+    return total
+
+
 def grouped_query_attention(q, k, v, mask=None, scale=None, return_weights=False):
     """Grouped-query attention: q (..., H_q, T_q, d), k and v (..., H_kv, T_k, d).
 

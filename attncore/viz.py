@@ -8,6 +8,8 @@ import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.patches import Rectangle
 
+from .invariants import check_rows
+
 MASKED_COLOR = "0.85"
 
 
@@ -76,7 +78,15 @@ def simplex_coordinates(points):
 
 
 def plot_simplex(points, labels=None, ax=None, corner_labels=("key 0", "key 1", "key 2")):
-    """The probability simplex of 3 keys as a triangle, with each row (n, 3) as a point."""
+    """The probability simplex of 3 keys as a triangle, with each row (n, 3) as a point.
+
+    Rows must be distributions: a row summing to less than 1 (softmax-1, say) would
+    be drawn as if its missing mass went to key 0, so it is refused.
+    """
+    report = check_rows(np.atleast_2d(points))
+    if np.shape(points)[-1] != 3 or not report.on_simplex:
+        raise ValueError(f"points must be rows of 3 weights on the simplex, shape (n, 3); got "
+                         f"shape {np.shape(points)}: {report}")
     if ax is None:
         _, ax = plt.subplots(figsize=(4.5, 4), layout="constrained")
     corners = simplex_coordinates(np.eye(3))

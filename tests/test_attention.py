@@ -385,3 +385,14 @@ def test_gqa_equals_mha_with_repeated_kv_property(dtype, heads, t_q, t_k, seed, 
     w_atol, o_atol = ref.attention_atol(dtype, 3, t_k, BOUND)
     _close(w, mha_w, w_atol)
     _close(out, mha_out, o_atol)
+
+
+def test_kv_cache_bytes_counts_keys_and_values_of_every_layer_head_and_token():
+    # A Llama-2-7B-like cache: 32 layers, 32 kv heads of 128, 4096 tokens, fp16 -> 2 GiB
+    assert ac.kv_cache_bytes(32, 32, 128, 4096, batch=1, bytes_per_value=2) == 2 * 2**30
+    # loop over every stored number: 2 tensors per layer, each (batch, heads, tokens, dim)
+    count = sum(1 for _ in range(2) for _ in range(3) for _ in range(2) for _ in range(5) for _ in range(4) for _ in range(7))
+    assert ac.kv_cache_bytes(3, 2, 7, 4, batch=5, bytes_per_value=1) == count
+    assert ac.kv_cache_bytes(3, 2, 7, 4, batch=5, bytes_per_value=4) == 4 * count
+    with pytest.raises(ValueError, match="n_kv_heads must be an integer >= 1, got 0"):
+        ac.kv_cache_bytes(32, 0, 128, 4096)

@@ -60,3 +60,10 @@ def test_simplex_corners_and_centre():
     np.testing.assert_allclose(xy[3], xy[:3].mean(axis=0))
     ax = viz.plot_simplex(np.full((1, 3), 1 / 3), labels=["uniform"])
     assert ax.get_legend() is not None
+
+
+def test_simplex_refuses_rows_that_are_not_distributions():
+    with pytest.raises(ValueError, match=r"rows of 3 weights on the simplex.*got shape \(1, 3\)"):
+        viz.plot_simplex(attncore.softmax_one(np.array([[1.0, 2.0, 0.5]])))
+    with pytest.raises(ValueError, match=r"got shape \(1, 4\)"):
+        viz.plot_simplex(np.full((1, 4), 0.25))

@@ -85,8 +85,9 @@ def forbid(graded, names, function):
     def tripwire(name):
         def refuse(*args, **kwargs):
             raise FeedbackError(
-                f"{graded}: you called attncore.{name}, a function this exercise asks you to "
-                f"write yourself. Use NumPy (and the attncore helpers the exercise allows) instead."
+                f"{graded}: you called attncore.{name}, which this exercise does not allow "
+                f"(it is what you are asked to write, or it would do the work for you). Use "
+                f"NumPy and the helpers the exercise allows instead."
             )
         return refuse
 
