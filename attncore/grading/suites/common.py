@@ -93,3 +93,47 @@ def softmax_misconceptions(apply):
         Misconception(UNSTABLE, UNSTABLE_FIX, wrong=apply(naive_softmax)),
         Misconception(GLOBAL_MAX, GLOBAL_MAX_FIX, wrong=apply(global_max_softmax)),
     ]
+
+
+def matching(*variants, detail=""):
+    """A detector for Misconception(detect=...) built from several wrong implementations.
+
+    It fires when the learner's output equals variant(*args) for one of the variants
+    (tried in order) and that variant's output is not the expected one. detail is a
+    string, or a function (args, index of the matching variant) -> string.
+    """
+    import copy
+
+    from ..probe import same
+
+    def detect(args, got, expected):
+        for index, variant in enumerate(variants):
+            try:
+                with np.errstate(all="ignore"):
+                    wrong = variant(*copy.deepcopy(args).values())
+            except Exception:  # this variant cannot even run on the input
+                continue
+            if same(got, wrong) and not same(expected, wrong):
+                return detail(args, index) if callable(detail) else detail
+        return None
+
+    return detect
+
+
+def other_axes(reference, what):
+    """A detector: the learner's output is reference(x, axis=a) for an axis a other than the last.
+
+    reference takes the first argument of the case and an axis; what names it in the detail.
+    """
+
+    def detect(args, got, expected):
+        x = next(iter(args.values()))
+        axes = list(range(np.ndim(x) - 1))
+        return matching(
+            *[lambda x, a=a: reference(x, axis=a) for a in axes],
+            detail=lambda args, i: (f"Your result is {what} along axis {axes[i]} of an input "
+                                    f"of shape {np.shape(x)}, not along the rows (the last "
+                                    f"axis)."),
+        )(args, got, expected)
+
+    return detect

@@ -113,7 +113,7 @@ def shape_or_dtype(layout):
 
 def _shape_fix(layout):
     return (f"return a boolean array of shape {layout}: comparisons such as j <= i give "
-            f"booleans directly (np.tri and np.tril give floats unless you pass dtype=bool "
+            f"booleans directly (np.tri and np.ones give floats unless you pass dtype=bool "
             f"or finish with .astype(bool)).")
 
 
@@ -210,8 +210,8 @@ CAUSAL_MISCONCEPTIONS = [
                   detect=variants(_causal_off_by_one)),
     Misconception(TOP_LEFT, "shift the diagonal by t_k - t_q: query i may attend to key j when "
                             "j <= i + t_k - t_q (np.tri(t_q, t_k, k=t_k - t_q, dtype=bool)). "
-                            "The queries are the last t_q positions, as when decoding with a "
-                            "KV cache; this is also right when t_k < t_q (the offset is "
+                            "The last query lines up with the last key, as when decoding with "
+                            "a KV cache; this holds when t_k < t_q too (the offset is "
                             "negative), so do not clip it at 0.",
                   detect=variants(_causal_top_left)),
     Misconception(WRONG_SIGN, "the offset is t_k - t_q (keys minus queries): it is positive "
@@ -325,10 +325,11 @@ def _window_width(t, window):
     i, j = _grid(t)
     return [((j <= i) & (j >= i - window),
              f"Your window holds window + 1 = {window + 1} keys (i - window <= j <= i): one too "
-             f"many. It holds exactly `window` keys, the query's own included: i - window < j <= i."),
+             f"many. It should hold exactly `window` keys, the query's own included: "
+             f"i - window < j <= i."),
             ((j <= i) & (j > i - window + 1),
-             f"Your window holds window - 1 = {window - 1} keys: one too few. It holds exactly "
-             f"`window` keys, the query's own included: i - window < j <= i.")]
+             f"Your window holds window - 1 = {window - 1} keys: one too few. It should hold "
+             f"exactly `window` keys, the query's own included: i - window < j <= i.")]
 
 
 WINDOW_INVERTED = "True in your mask marks the keys a query must NOT see, and False the window."
