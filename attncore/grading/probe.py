@@ -175,7 +175,7 @@ def _recognise(misconception, arguments, got, expected, rtol):
                 return ""
     if misconception.detect is not None:
         with np.errstate(all="ignore"), contextlib.suppress(Exception):
-            return misconception.detect(arguments, got, expected)
+            return misconception.detect(copy.deepcopy(arguments), got, expected)
     return None
 
 

@@ -10,40 +10,18 @@ answered wrongly by exactly one catalogued misconception (checked by
 tests/test_feedback.py through the wrong solutions in tests/wrong/simplex.py),
 and each case's description says what it is about.
 """
-import copy
-
 import numpy as np
 
 import attncore
 from attncore.invariants import check_rows
 
-from ..probe import Case, FunctionSpec, Misconception, same
+from ..probe import Case, FunctionSpec, Misconception
 from .common import (
     GLOBAL_MAX, GLOBAL_MAX_FIX, UNSTABLE, UNSTABLE_FIX, WRONG_AXIS, WRONG_AXIS_FIX, arrays,
-    global_max_softmax, naive_softmax, rows_of_different_scales,
+    global_max_softmax, matching, naive_softmax, other_axes, rows_of_different_scales,
 )
 
 ASSIGNMENT = "02-simplex"
-
-
-def matching(*variants, detail=""):
-    """A detector: the learner's output equals one of variants(*args) and that one is wrong.
-
-    detail is a string, or a function (args, index of the variant) -> string.
-    """
-
-    def detect(args, got, expected):
-        for index, variant in enumerate(variants):
-            try:
-                with np.errstate(all="ignore"):
-                    wrong = variant(*copy.deepcopy(args).values())
-            except Exception:  # this variant cannot even run on the input
-                continue
-            if same(got, wrong) and not same(expected, wrong):
-                return detail(args, index) if callable(detail) else detail
-        return None
-
-    return detect
 
 
 # ---------------------------------------------------------------- softmax
@@ -129,28 +107,13 @@ def _clipped_naive(x):
     return e / e.sum(axis=-1, keepdims=True)
 
 
-def _other_axis(axis):
-    return lambda x: attncore.softmax(x, axis=axis)
-
-
-def _wrong_axis_detail(args, index):
-    x = args["scores"]
-    return (f"Your result is the softmax over axis {index} of an input of shape {x.shape}: "
-            f"the entries along axis {index} sum to 1, the rows (last axis) do not.")
-
-
-def _softmax_wrong_axis(args, got, expected):
-    ndim = np.ndim(args["scores"])
-    return matching(*[_other_axis(a) for a in range(ndim - 1)],
-                    detail=_wrong_axis_detail)(args, got, expected)
-
-
 WHOLE = "normalised over the whole array instead of each row"
 KEEPDIMS = "row maximum or row sum without keepdims"
 
 SOFTMAX_MISCONCEPTIONS = [
     Misconception(WRONG_AXIS, WRONG_AXIS_FIX + " With more than two dimensions, axis=1 is not "
-                  "the last axis either: write axis=-1.", detect=_softmax_wrong_axis),
+                  "the last axis either: write axis=-1.",
+                  detect=other_axes(attncore.softmax, "the softmax")),
     Misconception(
         WHOLE,
         "divide each row by its own sum: e.sum(axis=-1, keepdims=True), not e.sum() (which "
@@ -303,10 +266,10 @@ def _array_returned(args, got, expected):
 
 
 def _columns_detect(args, got, expected):
-    ndim = np.ndim(args["W"])
-    return matching(*[_columns(a) for a in range(ndim - 1)],
-                    detail="Your answer fits sums taken down the columns (or another axis "
-                           "than the last).")(args, got, expected)
+    """Sums along any axis but the last (axis 0 or 1 of a 3-D W are not rows either)."""
+    return matching(*[_columns(a) for a in range(np.ndim(args["W"]) - 1)],
+                    detail="Your answer fits sums taken down the columns (or along another "
+                           "axis than the last).")(args, got, expected)
 
 
 ROW_MISCONCEPTIONS = [

@@ -4,57 +4,25 @@ softmax_one and sparsemax are compared with attncore.softmax_one and
 attncore.sparsemax. attncore has no linear attention, so its reference is
 written here, in `linear_attention_reference`.
 """
-import copy
-
 import numpy as np
 
 import attncore
 
-from ..probe import Case, FunctionSpec, Misconception, same
-from .common import GLOBAL_MAX, GLOBAL_MAX_FIX, UNSTABLE, arrays, rows_of_different_scales
+from ..probe import Case, FunctionSpec, Misconception
+from .common import (
+    GLOBAL_MAX, GLOBAL_MAX_FIX, UNSTABLE, arrays, matching, other_axes, rows_of_different_scales,
+)
 
 ASSIGNMENT = "06-variants"
 
 
-def matching(*variants, detail=""):
-    """A detector: the learner's output equals one of variants(*args), and that one is wrong.
-
-    detail is a string, or a function (args, index of the variant) -> string.
-    """
-
-    def detect(args, got, expected):
-        for index, variant in enumerate(variants):
-            try:
-                with np.errstate(all="ignore"):
-                    wrong = variant(*copy.deepcopy(args).values())
-            except Exception:  # this variant cannot even run on the input
-                continue
-            if same(got, wrong) and not same(expected, wrong):
-                return detail(args, index) if callable(detail) else detail
-        return None
-
-    return detect
-
-
-def other_axes(reference, what):
-    """A detector: the learner applied `reference` along an axis other than the last."""
-
-    def detect(args, got, expected):
-        x = next(iter(args.values()))
-        axes = list(range(np.ndim(x) - 1))
-        return matching(
-            *[lambda x, a=a: reference(x, axis=a) for a in axes],
-            detail=lambda args, i: (f"Your result is {what} along axis {axes[i]} of an input "
-                                    f"of shape {x.shape}, not along the rows (the last axis)."),
-        )(args, got, expected)
-
-    return detect
-
-
 def scores(seed, *shape, dtype=np.float64, scale=1.0, offset=0.0):
+    """Normal scores times scale, plus offset: one number, or one per row of a 2-D shape."""
     (x,) = arrays(seed, shape, scale=scale)
-    return {"x": (np.asarray(offset)[..., None] + x).astype(dtype) if np.ndim(offset)
-            else (x + offset).astype(dtype)}
+    offset = np.asarray(offset, dtype=np.float64)
+    if offset.ndim:
+        offset = offset[:, None]
+    return {"x": (x + offset).astype(dtype)}
 
 
 def given(rows, dtype=np.float64):
