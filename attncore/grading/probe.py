@@ -146,9 +146,12 @@ def _diagnose(spec, pristine, arguments, got, expected, peak_bytes):
         return ("returned None", "", "end your function with `return` and the result.")
     correct = same(got, expected, spec.rtol)
     if correct and spec.keep_dtype and np.asarray(got).dtype != np.asarray(expected).dtype:
+        counting = np.issubdtype(np.asarray(expected).dtype, np.integer)
         return (SHAPE_OR_DTYPE,
                 f"The values are right but the dtype is {np.asarray(got).dtype}, "
                 f"not {np.asarray(expected).dtype}.",
+                "return an exact integer: multiply integers only (no /, no float factors), "
+                "or finish with int(...)." if counting else
                 "compute in the input's dtype (avoid np.float64 constants or arrays), "
                 "or finish with .astype(x.dtype).")
     if correct and spec.max_extra_bytes is not None:

@@ -11,7 +11,7 @@ import attncore
 from attncore.flash import empty_state, merge, tile_state
 
 from ..probe import MATERIALISED, Case, FunctionSpec, Misconception, same
-from .common import SCALE, SCALE_FIX, UNSTABLE, UNSTABLE_FIX, arrays, describe_factor
+from .common import SCALE, SCALE_FIX, UNSTABLE, arrays, describe_factor
 
 ASSIGNMENT = "05-flash"
 FORBIDDEN = ("flash_attention", "attention", "attention_weights", "attention_scores", "softmax",
@@ -88,7 +88,8 @@ def _stats_with(rescale=True, tile_max=False, m0=-np.inf, drop_last=False, naive
             elif tile_max:
                 l = l + np.exp(t - t.max(axis=1, keepdims=True)).sum(axis=1)
             else:
-                l = (np.exp(m - m_new) if rescale else 1.0) * l + np.exp(t - m_new[:, None]).sum(axis=1)
+                alpha = np.exp(m - m_new) if rescale else 1.0
+                l = alpha * l + np.exp(t - m_new[:, None]).sum(axis=1)
             m = m_new
         if naive:
             l = l / np.exp(m)
@@ -120,12 +121,14 @@ STATS_CASES = {
         stats_case(3, 3, 5, 8, "block_size larger than the row: one tile of 5"),
         stats_case(4, 4, 10, 4, "tiles of 4, 4 and 2, every score negative (around -20)",
                    offset=-20.0),
-        stats_case(5, 2, 5, 1, "every key its own tile, the largest score last", last_tile_bonus=3.0),
+        stats_case(5, 2, 5, 1, "every key its own tile, the largest score last",
+                   last_tile_bonus=3.0),
         stats_case(6, 5, 9, 4, "float32, tiles of 4, 4 and 1, the largest score in the last tile",
                    last_tile_bonus=30.0, dtype=np.float32),
     ],
     "extreme": [
-        stats_case(7, 4, 11, 4, "rows at offsets -1e4, 0, 1e4, -50", row_offsets=[-1e4, 0, 1e4, -50]),
+        stats_case(7, 4, 11, 4, "rows at offsets -1e4, 0, 1e4, -50",
+                   row_offsets=[-1e4, 0, 1e4, -50]),
         stats_case(8, 3, 13, 5, "rows at offsets 1e4, -1e4, 0 with the largest score in the last "
                    "tile, 200 above the rest", last_tile_bonus=200.0, row_offsets=[1e4, -1e4, 0]),
     ],
@@ -197,7 +200,8 @@ def flash_args(seed, t_q, t_k, d, d_v, block, key_bonus=None, row_offset=None,
     Q, K, V = arrays(seed, (t_q, d), (t_k, d), (t_k, d_v), scale=scale)
     if key_bonus is not None or row_offset is not None:
         bonus = np.zeros(t_k) if key_bonus is None else np.asarray(key_bonus, float)
-        offset = np.zeros(t_q) if row_offset is None else np.resize(np.asarray(row_offset, float), t_q)
+        offset = (np.zeros(t_q) if row_offset is None
+                  else np.resize(np.asarray(row_offset, float), t_q))
         Q[:, -2], K[:, -2] = np.sqrt(d), bonus
         Q[:, -1], K[:, -1] = offset * np.sqrt(d), 1.0
     return {"Q": Q.astype(dtype), "K": K.astype(dtype), "V": V.astype(dtype), "block_size": block}
@@ -302,8 +306,8 @@ FLASH_MISCONCEPTIONS = [
             "ignores it", "leaves its rows empty"))),
     Misconception(ZERO_MAX, ZERO_MAX_FIX, detect=_matches(
         _flash_with(m0=0.0),
-        "All scores are near -1e4, so with a running maximum of 0 every exp(s - m) underflows "
-        "to 0 and acc / l is 0 / 0.")),
+        "In a row whose scores are all far below 0 (here near -1e4), a running maximum that "
+        "starts at 0 stays 0: every exp(s - 0) underflows to 0 and acc / l is 0 / 0.")),
     Misconception(
         "dividing by l inside the loop",
         "keep acc unnormalised (a sum of exp(s - m) v) and divide by l once, after the last "

@@ -1,8 +1,6 @@
 """04-heads: kv_head_for, grouped_query_attention and kv_cache_bytes.
 
-kv_head_for and grouped_query_attention are compared with attncore.kv_head_map and
-attncore.grouped_query_attention. attncore has no KV-cache size function, so the
-reference for kv_cache_bytes is written here (kv_cache_bytes_reference).
+Each is compared with attncore: kv_head_map, grouped_query_attention and kv_cache_bytes.
 """
 import copy
 
@@ -16,7 +14,7 @@ from .common import SCALE, SCALE_FIX, arrays, describe_factor, rows_of_different
 
 ASSIGNMENT = "04-heads"
 FORBIDDEN = ("attention_scores", "attention_weights", "attention", "grouped_query_attention",
-             "kv_head_map")
+             "kv_head_map", "kv_cache_bytes")
 
 TILE = "GQA head mapping by tile instead of repeat"
 TILE_FIX = ("query heads come in H_kv consecutive groups of G = H_q // H_kv: query head h reads "
@@ -192,7 +190,8 @@ GQA_CASES = {
              "the score rows sit at offsets -1e4, 0, 1e4, -50",
              lambda: gqa_row_scales(6, 6, 2, 4, 4, 8, 3)),
         Case("8 query heads over 2 kv heads, T_q = 3, T_k = 6, d = 16, d_v = 2, float32, "
-             "scores in the hundreds", lambda: gqa(7, 8, 2, 3, 6, 16, 2, dtype=np.float32, scale=12.0)),
+             "scores in the hundreds",
+             lambda: gqa(7, 8, 2, 3, 6, 16, 2, dtype=np.float32, scale=12.0)),
     ],
 }
 
@@ -224,13 +223,9 @@ GQA_MISCONCEPTIONS = [
 PARAMETERS = ("n_layers", "n_kv_heads", "head_dim", "seq_len", "batch", "bytes_per_value")
 
 
-def kv_cache_bytes_reference(n_layers, n_kv_heads, head_dim, seq_len, batch, bytes_per_value):
-    """Bytes of a KV cache: one key AND one value vector per layer, kv head, token and sequence."""
-    return 2 * n_layers * n_kv_heads * head_dim * seq_len * batch * bytes_per_value
-
-
 def _cache_case(description, n_layers, n_kv_heads, head_dim, seq_len, batch, bytes_per_value):
-    values = dict(zip(PARAMETERS, (n_layers, n_kv_heads, head_dim, seq_len, batch, bytes_per_value)))
+    values = dict(zip(PARAMETERS,
+                      (n_layers, n_kv_heads, head_dim, seq_len, batch, bytes_per_value)))
     return Case(description, lambda: dict(values))
 
 
@@ -281,7 +276,8 @@ def _factor_detect(args, got, expected):
     k = int(round(k))
     suspects = [f"{p} = {args[p]}" for p in PARAMETERS if args[p] == k]
     hint = (f" ({' or '.join(suspects)}?)" if suspects else
-            " (a constant such as 2 bytes per value, or a parameter counted twice?)" if r > 1 else "")
+            " (a constant such as 2 bytes per value, or a parameter counted twice?)" if r > 1
+            else "")
     relation = f"{k} times the expected {expected}" if r > 1 else \
         f"the expected {expected} divided by {k}"
     return f"Your result is {float(np.asarray(got)):.6g}, {relation}: a factor of {k} {too}{hint}."
@@ -330,9 +326,10 @@ SPECS = [
     ),
     FunctionSpec(
         name="kv_cache_bytes",
-        reference=kv_cache_bytes_reference,
+        reference=attncore.kv_cache_bytes,
         suites=KV_CACHE_CASES,
         misconceptions=KV_CACHE_MISCONCEPTIONS,
         keep_dtype=True,
+        forbidden=FORBIDDEN,
     ),
 ]
