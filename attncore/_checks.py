@@ -68,7 +68,7 @@ def resolve_scale(scale, d_k):
     """The softmax scale: 1/sqrt(d_k) by default, else a positive finite number."""
     if scale is None:
         return 1.0 / np.sqrt(d_k)
-    if not (isinstance(scale, numbers.Real) and np.isfinite(scale) and scale > 0):
+    if isinstance(scale, bool) or not (isinstance(scale, numbers.Real) and np.isfinite(scale) and scale > 0):
         raise ValueError(f"scale must be a positive finite number, got {scale!r}")
     return float(scale)
 
@@ -84,6 +84,8 @@ def check_qk(q, k):
             f"q and k must share d_k (the last axis): q has shape {q.shape}, "
             f"k has shape {k.shape}"
         )
+    if q.shape[-1] == 0:
+        raise ValueError(f"q and k need d_k >= 1 (the last axis), got q {q.shape}, k {k.shape}")
     return q, k
 
 

@@ -116,10 +116,10 @@ def flash_attention(q, k, v, *, causal=False, block_q=64, block_k=64, scale=None
     q, k, v = check_qkv(q, k, v)
     batch = leading_shape(q=q, k=k, v=v)
     block_q, block_k = positive_int("block_q", block_q), positive_int("block_k", block_k)
-    scale = np.asarray(resolve_scale(scale, q.shape[-1]), dtype=q.dtype)
     offset = causal_offset(causal, q.shape[-2], k.shape[-2])
     dtype = np.result_type(q, k, v)
-    q, k, v = (np.broadcast_to(x, (*batch, *x.shape[-2:])).astype(dtype, copy=False) for x in (q, k, v))
+    scale = np.asarray(resolve_scale(scale, q.shape[-1]), dtype=dtype)
+    q, k, v = (np.broadcast_to(x.astype(dtype, copy=False), (*batch, *x.shape[-2:])) for x in (q, k, v))
     out = np.empty((*batch, q.shape[-2], v.shape[-1]), dtype)
     lse = np.empty((*batch, q.shape[-2]), dtype)
     for index in np.ndindex(*batch):
@@ -141,7 +141,7 @@ def weights_from_lse(q, k, lse, rows=None, *, causal=False, scale=None):
         raise ValueError(f"lse must have shape (..., T_q) with T_q = {t_q} as q {q.shape}, got {lse.shape}")
     rows = _row_indices(rows, t_q)
     scale = resolve_scale(scale, q.shape[-1])
-    s = (q[..., rows, :] @ np.swapaxes(k, -1, -2)) * np.asarray(scale, q.dtype)
+    s = (q[..., rows, :] @ np.swapaxes(k, -1, -2)) * np.asarray(scale, np.result_type(q, k))
     offset = causal_offset(causal, q.shape[-2], k.shape[-2])
     if offset is not None:
         s = np.where(np.arange(k.shape[-2]) <= rows[:, None] + offset, s, -np.inf)

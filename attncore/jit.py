@@ -9,16 +9,18 @@ Three choices make it fast on a CPU:
   max and sum of the online softmax are elementwise updates, which LLVM
   vectorises without reordering any floating-point sum.
 * One 4 x 4 register-blocked product, `_accumulate`, for both S = K qT and
-  acc += V^T P. No BLAS inside the kernel, so no BLAS threads fight prange.
+  acc += V^T P (70-80% of one core's float32 peak with 512 queries per block).
+  No BLAS inside the kernel, so no BLAS threads fight prange.
 * `exp` is a polynomial that vectorises (the pip build of Numba has no vector
   exp): exp(x) = 2^n exp(r) with x = n ln2 + r, |r| <= ln2/2, the Taylor
   series of exp(r) to degree 7 (float32) or 13 (float64), and 2^n built from
-  exponent bits. Error: at most 1 ulp where the result is normal, at most one
-  denormal step below that; exp(-inf) and anything below the smallest
-  denormal is exactly 0, never NaN (tests/test_jit.py checks this against np.exp).
+  exponent bits. Error, measured against exp in a wider type: at most 1 ulp
+  where the result is normal, at most one denormal step below that; results
+  under the denormal range and exp(-inf) are exactly 0, never NaN.
 
-Only the `contract` fast-math flag (fused multiply-add) is on: -inf marks
-masked scores, so no-inf or no-NaN assumptions would be wrong here.
+Of the fast-math flags only `contract` (fused multiply-add) is on, and `reassoc`
+for the sums in `softmax`: -inf marks masked scores, so no-inf or no-NaN
+assumptions would be wrong here.
 
 Kernels are compiled with cache=True (a second process loads the machine code
 from __pycache__ or NUMBA_CACHE_DIR) and parallel=True, with prange over
@@ -71,7 +73,8 @@ def _exp_for(float_type, int_type, mantissa_bits, lo, hi, ln2_hi, ln2_lo, degree
             p = p * r + coefficient
         n1 = np.floor(n * half)  # 2^n = 2^n1 2^n2, both factors normal, from exponent bits
         n2 = n - n1
-        return p * _float_from_bits(int_type((n1 + bias) * shift)) * _float_from_bits(int_type((n2 + bias) * shift))
+        scale1 = _float_from_bits(int_type((n1 + bias) * shift))
+        return p * scale1 * _float_from_bits(int_type((n2 + bias) * shift))
 
     return exp
 
@@ -100,7 +103,7 @@ def _exp_into(x, out):
 
 
 def exp(x):
-    """The kernels' vectorised exp of a float32 or float64 array, same shape and dtype."""
+    """The kernels' vectorised exp of a float32 or float64 array (finite or +-inf), same shape and dtype."""
     x = np.asarray(x)
     if x.dtype not in (np.float32, np.float64):
         raise ValueError(f"x must be a float32 or float64 array, got dtype {x.dtype}")
@@ -112,9 +115,12 @@ def exp(x):
 
 # ------------------------------------------------------------ attention
 
+VECTOR = 8  # float32 lanes of an AVX2 register
+
+
 @_jit
-def _round4(n):
-    return (n + 3) // 4 * 4
+def _round_up(n, multiple):
+    return (n + multiple - 1) // multiple * multiple
 
 
 @_jit
@@ -141,60 +147,64 @@ def _accumulate(a, b, out, first):
 
 
 @_jit
-def _first_seen(key, q0, offset, causal, rows):
-    """Index of the first query of the block (of `rows`, from q0) that sees `key`."""
-    return max(0, min(rows, key - offset - q0)) if causal else 0
+def _first_seen(key, q0, offset, causal, width, align=1):
+    """The first query i of the block from q0 that sees `key`, rounded down to `align`."""
+    return max(0, min(width, key - offset - q0)) // align * align if causal else 0
 
 
 @_jit
 def _flash_block(q, k, v, t_k, q0, scale, causal, offset, block_k, out, lse):
     """One block of queries q (rows, d) starting at row q0 -> out (rows, d_v), lse (rows,).
 
-    k (>= t_k + 3, d4) and v (>= t_k + 3, d_v4) are zero-padded to multiples of 4.
+    k (T, d4) and v (T, d_v4) hold t_k keys, zero-padded so that d4 and d_v4 are
+    multiples of 4 and T covers every 4-key group of every tile.
     """
     rows, dtype = q.shape[0], q.dtype
-    rows4, d4, dv4 = _round4(rows), k.shape[1], v.shape[1]
-    q_t = np.zeros((d4, rows4), dtype)  # the scaled queries, transposed
+    # an odd number of vectors per row: rows 4 KiB apart would stall loads behind
+    # stores to another row with the same low address bits (4K aliasing)
+    width, d4, dv4 = _round_up(rows, 2 * VECTOR) + VECTOR, k.shape[1], v.shape[1]
+    q_t = np.zeros((d4, width), dtype)  # the scaled queries, transposed
     for i in range(rows):
         for c in range(q.shape[1]):
             q_t[c, i] = q[i, c] * scale
-    s_t = np.empty((_round4(min(block_k, t_k)), rows4), dtype)  # scores, then weights, of one key tile
-    acc_t = np.zeros((dv4, rows4), dtype)
-    m = np.full(rows4, -np.inf, dtype)  # running max per query
-    l = np.zeros(rows4, dtype)  # running sum of exp(s - m)
-    shift = np.empty(rows4, dtype)  # the new max, 0 where it is -inf
-    alpha = np.empty(rows4, dtype)  # exp(old max - new max)
+    s_t = np.empty((_round_up(min(block_k, t_k), 4), width), dtype)  # a key tile's scores, then weights
+    acc_t = np.zeros((dv4, width), dtype)
+    m = np.full(width, -np.inf, dtype)  # running max per query
+    l = np.zeros(width, dtype)  # running sum of exp(s - m)
+    shift = np.empty(width, dtype)  # the new max, 0 where it is -inf
+    alpha = np.empty(width, dtype)  # exp(old max - new max)
     k_end = t_k if not causal else max(0, min(t_k, q0 + rows + offset))
     for k0 in range(0, k_end, block_k):
         n = min(block_k, t_k - k0)
-        n4 = _round4(n)
+        n4 = _round_up(n, 4)
         # on the diagonal, go 4 keys at a time and skip the queries that see none of them
         step = 4 if causal and k0 + n - 1 > q0 + offset else n4
         s_t[:n4] = 0
         for j in range(0, n4, step):
-            _accumulate(k[k0 + j:k0 + j + step], q_t, s_t[j:j + step], _first_seen(k0 + j, q0, offset, causal, rows4))
-        for j in range(n4):  # hide keys past t_k and, causal, key k0 + j from queries q0 + i < k0 + j - offset
-            s_t[j, :rows4 if j >= n else _first_seen(k0 + j, q0, offset, causal, rows4)] = -np.inf
+            first = _first_seen(k0 + j, q0, offset, causal, width, VECTOR)
+            _accumulate(k[k0 + j:k0 + j + step], q_t, s_t[j:j + step], first)
+        for j in range(n4):  # hide padding keys, and key k0 + j from queries q0 + i < k0 + j - offset
+            s_t[j, :width if j >= n else _first_seen(k0 + j, q0, offset, causal, width)] = -np.inf
         shift[:] = m
-        for j in range(n4):
-            for i in range(rows4):
-                shift[i] = s_t[j, i] if s_t[j, i] > shift[i] else shift[i]
-        for i in range(rows4):
+        for j in range(n4):  # np.maximum, not a select: that becomes a masked store, slow on AMD
+            np.maximum(shift, s_t[j], shift)
+        for i in range(width):
             new_max = shift[i]
             shift[i] = 0 if new_max == -np.inf else new_max
             alpha[i] = _exp(m[i] - shift[i])
             m[i] = new_max
             l[i] *= alpha[i]
         for c in range(dv4):
-            for i in range(rows4):
+            for i in range(width):
                 acc_t[c, i] *= alpha[i]
         for j in range(n4):
-            for i in range(rows4):
+            for i in range(width):
                 p = _exp(s_t[j, i] - shift[i])
                 s_t[j, i] = p
                 l[i] += p
         for j in range(0, n4, step):
-            _accumulate(v[k0 + j:k0 + j + step].T, s_t[j:j + step], acc_t, _first_seen(k0 + j, q0, offset, causal, rows4))
+            first = _first_seen(k0 + j, q0, offset, causal, width, VECTOR)
+            _accumulate(v[k0 + j:k0 + j + step].T, s_t[j:j + step], acc_t, first)
     for i in range(rows):
         seen = l[i] > 0
         lse[i] = m[i] + np.log(l[i]) if seen else -np.inf
@@ -224,42 +234,57 @@ def _compute_dtype(dtype):
     return np.float64 if dtype == np.float64 else np.float32
 
 
-def _flatten(x, batch, dtype, pad=False):
+def _flatten(x, batch, dtype, rows=None):
     """x (*lead, T, d) -> (its own flattened leading dims, T, d) and the index of each batch entry.
 
-    Broadcast leading dims are not copied: batch entry b reads x[index[b]].
-    With pad, T grows by 3 and d to a multiple of 4, with zeros.
+    Broadcast leading dims are not copied: batch entry b reads x[index[b]]. With rows,
+    T is zero-padded to rows and d to a multiple of 4 (a copy only when they change).
     """
     lead = x.shape[:-2]
     index = np.broadcast_to(np.arange(math.prod(lead)).reshape(lead), batch).flatten()
     x = x.reshape(math.prod(lead), *x.shape[-2:])
-    if not pad:
+    shape = (x.shape[0], rows, _round_up(x.shape[2], 4))
+    if rows is None or shape == x.shape:
         return np.require(x, dtype, "CW"), index
-    padded = np.zeros((x.shape[0], x.shape[1] + 3, _round4(x.shape[2])), dtype)
+    padded = np.zeros(shape, dtype)
     padded[:, : x.shape[1], : x.shape[2]] = x
     return padded, index
 
 
-def flash_attention(q, k, v, *, causal=False, block_q=256, block_k=64, scale=None, return_lse=False):
+def _default_block_q(n_batch, t_q, causal):
+    """512 queries (fastest at d = 64 on a 2-core AVX2 machine), halved down to 64 while
+    a thread would get no block, or with causal fewer than two (a short and a long one)."""
+    block, per_thread = 512, 2 if causal else 1
+    while block > 64 and n_batch * -(-t_q // block) < per_thread * numba.get_num_threads():
+        block //= 2
+    return block
+
+
+def flash_attention(q, k, v, *, causal=False, block_q=None, block_k=64, scale=None, return_lse=False):
     """attncore.flash_attention compiled: same arguments, checks and results.
 
     q (..., T_q, d_k), k (..., T_k, d_k), v (..., T_k, d_v) -> (..., T_q, d_v),
     with return_lse also the log-sum-exp of each scaled score row (..., T_q).
     causal: False, True (square), "top_left" or "bottom_right"; key tiles
     entirely above the diagonal are skipped. Never allocates (T_q, T_k).
+    block_q None picks one (see _default_block_q); tiles hold block_q x block_k scores.
     """
     q, k, v = check_qkv(q, k, v)
     batch = leading_shape(q=q, k=k, v=v)
-    block_q, block_k = positive_int("block_q", block_q), positive_int("block_k", block_k)
-    scale = resolve_scale(scale, q.shape[-1])
     t_q, t_k = q.shape[-2], k.shape[-2]
     offset = causal_offset(causal, t_q, t_k)
+    if block_q is None:
+        block_q = _default_block_q(math.prod(batch), t_q, offset is not None)
+    block_q, block_k = positive_int("block_q", block_q), positive_int("block_k", block_k)
+    scale = resolve_scale(scale, q.shape[-1])
     dtype = np.result_type(q, k, v)
     work = _compute_dtype(dtype)
     d_v = v.shape[-1]
     q, q_index = _flatten(q, batch, work)
-    k, k_index = _flatten(k, batch, work, pad=True)
-    v, v_index = _flatten(v, batch, work, pad=True)
+    # key tiles are read 4 rows at a time, up to 3 rows past t_k when block_k is not a multiple of 4
+    rows = t_k + 3 if block_k % 4 else _round_up(t_k, 4)
+    k, k_index = _flatten(k, batch, work, rows)
+    v, v_index = _flatten(v, batch, work, rows)
     out = np.empty((q_index.size, t_q, d_v), work)
     lse = np.empty((q_index.size, t_q), work)
     _flash(
@@ -269,6 +294,9 @@ def flash_attention(q, k, v, *, causal=False, block_q=256, block_k=64, scale=Non
     out = out.reshape(*batch, t_q, d_v).astype(dtype, copy=False)
     lse = lse.reshape(*batch, t_q).astype(dtype, copy=False)
     return (out, lse) if return_lse else out
+
+
+# -------------------------------------------------------------- softmax
 
 @numba.njit(cache=True, fastmath=FASTMATH | {"reassoc"}, parallel=True)
 def _softmax(x, block_k, out):

@@ -298,3 +298,12 @@ def test_key_padding_lengths_with_bad_shape_or_dtype(lengths, desc):
 def test_mask_constructor_arguments(call, match):
     with pytest.raises(ValueError, match=match):
         call()
+
+
+def test_empty_feature_axis_and_boolean_scale_are_refused():
+    with pytest.raises(ValueError, match=r"need d_k >= 1 \(the last axis\), got q \(3, 0\), k \(5, 0\)"):
+        ac.attention(_z(3, 0), _z(5, 0), _z(5, 2))
+    with pytest.raises(ValueError, match=r"need d_k >= 1"):
+        ac.flash_attention(_z(3, 0), _z(5, 0), _z(5, 2))
+    with pytest.raises(ValueError, match=r"scale must be a positive finite number, got True"):
+        ac.attention(_z(3, 4), _z(5, 4), _z(5, 4), scale=True)

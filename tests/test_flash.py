@@ -307,3 +307,13 @@ def test_flash_equals_attention_property(problem):
     if mask is not None:
         assert np.all(recovered[~mask] == 0)
         assert np.all(out[~mask.any(1)] == 0)
+
+
+def test_mixed_precision_uses_the_common_dtype_for_the_scale():
+    rng = np.random.default_rng(7)
+    q = rng.standard_normal((2, 5, 3)).astype(np.float32)
+    k, v = rng.standard_normal((6, 3)), rng.standard_normal((6, 4))  # float64, shared by the batch
+    out, lse = ac.flash_attention(q, k, v, block_q=2, block_k=4, return_lse=True)
+    assert out.dtype == np.float64
+    np.testing.assert_allclose(out, ac.attention(q, k, v), rtol=1e-13, atol=1e-13)
+    np.testing.assert_allclose(lse, ac.logsumexp(ac.attention_scores(q, k)), rtol=1e-13)

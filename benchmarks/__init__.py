@@ -1,0 +1,1 @@
+"""Benchmarks for attncore: run `python -m benchmarks.harness --help`."""
