@@ -21,9 +21,10 @@ $(STAMP): pyproject.toml
 book: $(STAMP)
 	$(VENV)/bin/jupyter-book build . --builder html --all -W -n --keep-going
 
-# The site tests need the built site, so `make test` builds it first.
+# The site tests need the built site, so `make test` builds it first. Two workers:
+# the nbgrader tests spend most of their time in kernels, one assignment per group.
 test: book
-	$(PY) -m pytest
+	$(PY) -m pytest -n 2 --dist loadgroup
 
 # Pair every chapter with a notebook for the launch buttons (Colab, Binder);
 # --update keeps existing cell ids so regenerating gives no spurious diff.

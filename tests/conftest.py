@@ -51,14 +51,26 @@ def dtype(request):
     return request.param
 
 
+_OUTCOMES = {}  # assignment -> [wrong solutions, caught, named], from test_feedback.py
+
+
+def pytest_runtest_logreport(report):
+    """Collect the outcomes the wrong-solution tests record (works across xdist workers)."""
+    if report.when == "call":
+        for key, value in report.user_properties:
+            if key == "misconception_outcome":
+                assignment, caught, named = value
+                counts = _OUTCOMES.setdefault(assignment, [0, 0, 0])
+                counts[0] += 1
+                counts[1] += bool(caught)
+                counts[2] += bool(named)
+
+
 def pytest_terminal_summary(terminalreporter):
     """Print how many wrong solutions the real autograde caught and named, per assignment."""
-    import sys
-
-    feedback = sys.modules.get("tests.test_feedback")
-    if feedback is None or not feedback.REPORT:
+    if not _OUTCOMES:
         return
     terminalreporter.section("misconceptions caught and named by nbgrader")
-    for assignment, (total, caught, named) in sorted(feedback.REPORT.items()):
+    for assignment, (total, caught, named) in sorted(_OUTCOMES.items()):
         terminalreporter.line(f"{assignment}: {total} wrong solutions, {caught} lost points, "
                               f"{named} named their misconception")

@@ -44,8 +44,6 @@ REQUIRED = {
                     "linear attention without its normaliser"],
 }
 
-REPORT = {}  # assignment -> (wrong solutions, caught, named); printed by conftest
-
 
 def calls(function, source, references):
     """The other graded functions that source calls, directly or through their references."""
@@ -98,7 +96,6 @@ def outcomes(tmp_path_factory):
                     score, most, messages = points[function]
                     feedback = "\n".join(messages)
                     results[i] = (score < most, wrongs[i].misconception in feedback, feedback)
-            REPORT[assignment] = (len(wrongs), sum(r[0] for r in results), sum(r[1] for r in results))
             cache[assignment] = results
         return cache[assignment]
 
@@ -120,13 +117,16 @@ def test_wrong_solutions_name_catalogued_misconceptions(assignment):
         assert wrong.misconception in known, (wrong.function, wrong.misconception, known)
 
 
-CASES = [(a, i) for a in MODULES for i in range(len(WRONG[a]))]
+# One xdist group per assignment: its submissions are autograded once, by one worker.
+CASES = [pytest.param(a, i, marks=pytest.mark.xdist_group(a),
+                      id=f"{a}:{WRONG[a][i].function}:{WRONG[a][i].misconception}:{i}")
+         for a in MODULES for i in range(len(WRONG[a]))]
 
 
-@pytest.mark.parametrize("assignment,index", CASES, ids=[
-    f"{a}:{WRONG[a][i].function}:{WRONG[a][i].misconception}:{i}" for a, i in CASES])
-def test_wrong_solution_loses_points_and_is_named(outcomes, assignment, index):
+@pytest.mark.parametrize("assignment,index", CASES)
+def test_wrong_solution_loses_points_and_is_named(outcomes, assignment, index, record_property):
     caught, named, feedback = outcomes(assignment)[index]
+    record_property("misconception_outcome", (assignment, caught, named))  # summed by conftest
     wrong = WRONG[assignment][index]
     assert caught, f"{wrong.function} kept full marks with:\n{wrong.source}"
     assert named, (f"feedback for {wrong.function} does not name "

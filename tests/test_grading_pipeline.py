@@ -14,6 +14,8 @@ from attncore.grading.course import CONFIG_FILE, Course
 from .gradekit import ROOT, reference_sources, release_notebook, source_notebook, submission
 
 ALL = list(ASSIGNMENTS)
+# Tests that share the module's course fixture run on one xdist worker.
+pipeline = pytest.mark.xdist_group("pipeline")
 
 
 def auto_points(grades):
@@ -38,6 +40,7 @@ def course(tmp_path_factory):
     return course
 
 
+@pipeline
 @pytest.mark.parametrize("assignment", ALL)
 def test_committed_release_is_generated_from_solutions(course, assignment):
     generated = course.root / "exercises" / assignment / f"{assignment}.ipynb"
@@ -67,6 +70,7 @@ def test_release_has_no_solutions_and_no_hidden_tests(assignment):
         assert call.strip() not in cells[cell.metadata.nbgrader.grade_id]
 
 
+@pipeline
 @pytest.mark.parametrize("assignment", ALL)
 def test_autograded_copy_has_the_hidden_tests_back(course, assignment):
     graded = nbformat.read(course.root / ".nbgrader" / "autograded" / "reference" / assignment
@@ -74,6 +78,7 @@ def test_autograded_copy_has_the_hidden_tests_back(course, assignment):
     assert sum("BEGIN HIDDEN TESTS" in c.source for c in graded.cells) >= 1
 
 
+@pipeline
 @pytest.mark.parametrize("assignment", ALL)
 def test_reference_scores_full_marks(course, assignment):
     grades = course.grades(assignment, "reference")
@@ -83,6 +88,7 @@ def test_reference_scores_full_marks(course, assignment):
     assert got == total > 0
 
 
+@pipeline
 @pytest.mark.parametrize("assignment", ALL)
 def test_untouched_release_scores_zero_with_feedback(course, assignment):
     grades = course.grades(assignment, "untouched")
