@@ -95,12 +95,14 @@ def softmax_misconceptions(apply):
     ]
 
 
-def matching(*variants, detail=""):
+def matching(*variants, detail="", finite=False):
     """A detector for Misconception(detect=...) built from several wrong implementations.
 
     It fires when the learner's output equals variant(*args) for one of the variants
     (tried in order) and that variant's output is not the expected one. detail is a
-    string, or a function (args, index of the matching variant) -> string.
+    string, or a function (args, index of the matching variant) -> string. With
+    finite=True a variant whose output has no finite entry is skipped: an all-inf
+    result says "overflow", not which formula overflowed.
     """
     import copy
 
@@ -112,6 +114,8 @@ def matching(*variants, detail=""):
                 with np.errstate(all="ignore"):
                     wrong = variant(*copy.deepcopy(args).values())
             except Exception:  # this variant cannot even run on the input
+                continue
+            if finite and not np.isfinite(np.asarray(wrong, dtype=float)).any():
                 continue
             if same(got, wrong) and not same(expected, wrong):
                 return detail(args, index) if callable(detail) else detail

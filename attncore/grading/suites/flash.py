@@ -11,7 +11,7 @@ import attncore
 from attncore.flash import empty_state, merge, tile_state
 
 from ..probe import MATERIALISED, Case, FunctionSpec, Misconception, same
-from .common import SCALE, SCALE_FIX, UNSTABLE, arrays, describe_factor
+from .common import SCALE, SCALE_FIX, UNSTABLE, arrays, describe_factor, matching
 
 ASSIGNMENT = "05-flash"
 FORBIDDEN = ("flash_attention", "attention", "attention_weights", "attention_scores", "softmax",
@@ -35,17 +35,9 @@ ZERO_MAX_FIX = ("start the running maximum at -inf (np.full(rows, -np.inf)), so 
 
 
 def _matches(wrong, detail="", finite=False):
-    """A detector: the learner's result equals wrong(*args) where the reference differs
-    (with finite=True, only when wrong(*args) has a finite entry: an all-inf result says
-    "overflow", not which formula overflowed)."""
-    def detect(args, got, expected):
-        w = wrong(*copy.deepcopy(args).values())
-        if finite and not np.isfinite(np.asarray(w, dtype=float)).any():
-            return None
-        if same(got, w) and not same(expected, w):
-            return detail(args) if callable(detail) else detail
-        return None
-    return detect
+    """common.matching for one wrong implementation, with detail(args) -> str."""
+    return matching(wrong, detail=(lambda args, _: detail(args)) if callable(detail) else detail,
+                    finite=finite)
 
 
 def _tiles(n, block, drop_last=False):

@@ -9,7 +9,7 @@ import numpy as np
 import attncore
 
 from ..probe import Case, FunctionSpec, Misconception, same
-from .common import SCALE, SCALE_FIX, arrays, describe_factor, rows_of_different_scales, \
+from .common import SCALE, SCALE_FIX, arrays, describe_factor, matching, rows_of_different_scales, \
     softmax_misconceptions
 
 ASSIGNMENT = "04-heads"
@@ -61,12 +61,8 @@ def _tile_detail_scalar(args):
 
 
 def _scalar_detect(wrong, detail):
-    def detect(args, got, expected):
-        w = wrong(**args)
-        if same(got, w) and not same(expected, w):
-            return detail(args)
-        return None
-    return detect
+    """common.matching for one wrong implementation, with detail(args) -> str."""
+    return matching(wrong, detail=lambda args, _: detail(args))
 
 
 def _rounded_detect(args, got, expected):
