@@ -117,7 +117,7 @@ def compile_cost():
 
 
 def time_size(n, causal, names, repeats):
-    """Median seconds per implementation, interleaved; also each output's max |error| vs the first.
+    """Median seconds per implementation, interleaved; also each output's max |error| vs float64.
 
     Each timed call follows an untimed call of the same implementation: a call made
     right after single-threaded NumPy work or a pause starts on an idled core, and
@@ -125,7 +125,7 @@ def time_size(n, causal, names, repeats):
     """
     q, k, v = impls.inputs(n, D)
     outputs = {name: impls.IMPLS[name](q, k, v, causal) for name in names}  # warm-up
-    reference = outputs[names[0]]
+    reference = impls.float64_reference(q, k, v, causal)
     errors = {name: float(np.max(np.abs(out - reference))) for name, out in outputs.items()}
     del outputs, reference
     times = {name: [] for name in names}
@@ -235,10 +235,9 @@ def print_table(peak, rows, table):
     for r in rows:
         if r["note"]:
             print(f"  N = {r['n']}, causal = {r['causal']}, {r['impl']}: {r['note']}")
-    print("traced: tracemalloc peak in this process (torch: n/a, its allocator is not traced; jit: its\n"
-          "  outputs and padded K, V, not the per-thread tiles its kernels allocate).\n"
+    print("traced: tracemalloc peak in this process (torch: n/a, its allocator is not traced).\n"
           "RSS: resident high-water mark of the call in a fresh subprocess (all allocators, touched pages).\n"
-          "max|err|: largest difference from the first implementation run at that size.\n")
+          "max|err|: largest difference from the same attention computed in float64.\n")
     print_rows(RATIO_COLUMNS, table)
     print("jit/x: throughput of jit over that of x (> 1: jit is faster). causal x: non-causal time over\n"
           "causal time. naive/jit memory: the larger of traced and RSS, non-causal; * = naive not run,\n"

@@ -40,6 +40,12 @@ IMPLS = {"naive": naive, "numpy_flash": numpy_flash, "jit": jit_flash, "torch": 
 REQUIRES = {"jit": "numba", "torch": "torch"}
 
 
+def float64_reference(q, k, v, causal):
+    """The same attention in float64 (Numba if installed, else tiled NumPy): the error yardstick."""
+    exact = jit_flash if importlib.util.find_spec("numba") is not None else numpy_flash
+    return exact(*(x.astype(np.float64) for x in (q, k, v)), causal)
+
+
 def available():
     """Names of the implementations whose package is installed."""
     return [name for name in IMPLS if importlib.util.find_spec(REQUIRES.get(name, "numpy")) is not None]

@@ -1,7 +1,8 @@
 """Peak extra memory of one call, two ways.
 
-* traced(fn): tracemalloc peak, in this process. Exact for NumPy; misses what
-  Numba kernels allocate with np.empty (its own allocator) and all of torch.
+* traced(fn): tracemalloc peak, in this process. Sees NumPy's allocations and,
+  with Numba 0.68, the arrays Numba kernels allocate (their per-task tiles
+  included); misses all of torch, whose allocator is not traced.
 * rss(name, n, d, causal): the resident-set high-water mark in a fresh
   subprocess (`python -m benchmarks.memory NAME N D CAUSAL`): reset it through
   /proc/self/clear_refs after a small warm-up call (Numba then loads its
