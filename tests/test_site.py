@@ -83,8 +83,10 @@ def page(browser):
 
 
 def load(page, url):
+    """Open url and wait until its images are in (generous timeouts: CI machines are busy)."""
+    page.set_default_timeout(120_000)
     page.goto(url, wait_until="load")
-    page.wait_for_load_state("networkidle")
+    page.wait_for_function("[...document.images].every(i => i.complete)")
 
 
 @pytest.mark.parametrize("path", PAGES)
@@ -119,7 +121,7 @@ def test_math_is_typeset_by_the_bundled_mathjax(page, base_url):
 def test_search_finds_softmax(page, base_url):
     load(page, base_url + "search.html?q=softmax")
     results = page.locator("#search-results ul.search li")
-    results.first.wait_for(timeout=15000)
+    results.first.wait_for()
     assert results.count() >= 1
     assert page.foreign_requests == [] and page.console_errors == []
 
