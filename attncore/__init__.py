@@ -11,6 +11,7 @@ from .attention import (
     grouped_query_attention,
     kv_cache_bytes,
     kv_head_map,
+    linear_attention,
 )
 from .flash import flash_attention, weights_from_lse
 from .softmax import hardmax, log_softmax, logsumexp, softmax, softmax_one, sparsemax
@@ -25,6 +26,7 @@ __all__ = [
     "invariants",
     "kv_cache_bytes",
     "kv_head_map",
+    "linear_attention",
     "log_softmax",
     "logsumexp",
     "masks",

@@ -38,6 +38,26 @@ def attention(q, k, v, mask=None, scale=None, return_weights=False):
     return (out, weights) if return_weights else out
 
 
+def linear_attention(q, k, v, feature_map):
+    """Normalised, non-causal linear attention (Katharopoulos et al., 2020) -> (..., T_q, d_v).
+
+    out_i = phi(q_i)^T (sum_j phi(k_j) v_j^T) / (phi(q_i)^T sum_j phi(k_j)), with phi =
+    feature_map applied to each row. The sums over keys are formed once, so no (T_q, T_k)
+    matrix is built. Its implicit rows are on the simplex only when phi >= 0.
+    """
+    q, k, v = check_qkv(q, k, v)
+    leading_shape(q=q, k=k, v=v)
+    phi_q, phi_k = feature_map(q), feature_map(k)  # (..., T_q, r), (..., T_k, r)
+    kv = np.swapaxes(phi_k, -1, -2) @ v  # (..., r, d_v): sum_j phi(k_j) v_j^T, once
+    normaliser = phi_q @ phi_k.sum(axis=-2)[..., None]  # (..., T_q, 1): phi(q_i) . sum_j phi(k_j)
+    if np.any(normaliser == 0):
+        raise ValueError(
+            "feature_map gives some query a zero normaliser phi(q_i) . sum_j phi(k_j); "
+            "use a positive feature map such as elu(x) + 1"
+        )
+    return (phi_q @ kv) / normaliser
+
+
 def kv_head_map(n_q_heads, n_kv_heads):
     """Index of the kv head each query head reads: h // (n_q_heads // n_kv_heads).
 

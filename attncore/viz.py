@@ -1,4 +1,5 @@
-"""Figures with the course's fixed conventions (used by the book only).
+"""Figures with the course's fixed conventions, and the glue of numbers into the prose
+(used by the book only).
 
 Queries on the vertical axis with the first query at the top, keys on the
 horizontal axis, masked cells hatched in grey, and the row sums in a bar beside
@@ -11,6 +12,23 @@ from matplotlib.patches import Rectangle
 from .invariants import check_rows
 
 MASKED_COLOR = "0.85"
+
+
+def glue(name, value):
+    """Glue a computed value for {glue:text} in a chapter's prose (needs myst-nb).
+
+    NumPy scalars become Python ones, so format specs such as :.2e apply; booleans
+    become the text "True" or "False".
+    """
+    from myst_nb import glue as myst_glue
+
+    if isinstance(value, (bool, np.bool_)):
+        value = str(bool(value))
+    elif isinstance(value, (int, np.integer)):
+        value = int(value)
+    elif not isinstance(value, str):
+        value = float(value)
+    myst_glue(name, value, display=False)
 
 
 def _labels(labels, n, prefix):

@@ -396,3 +396,22 @@ def test_kv_cache_bytes_counts_keys_and_values_of_every_layer_head_and_token():
     assert ac.kv_cache_bytes(3, 2, 7, 4, batch=5, bytes_per_value=4) == 4 * count
     with pytest.raises(ValueError, match="n_kv_heads must be an integer >= 1, got 0"):
         ac.kv_cache_bytes(32, 0, 128, 4096)
+
+
+def _elu_plus_one(x):
+    return np.where(x > 0, x + 1, np.exp(np.minimum(x, 0)))
+
+
+def test_linear_attention_matches_the_explicit_weighted_average(rng):
+    q, k, v = rng.normal(size=(2, 3, 4)), rng.normal(size=(2, 5, 4)), rng.normal(size=(2, 5, 2))
+    out = ac.linear_attention(q, k, v, _elu_plus_one)
+    for b in range(2):
+        for i in range(3):  # plain loops: weights phi(q_i).phi(k_j) / their sum, then average v_j
+            kernel = [float(_elu_plus_one(q[b, i]) @ _elu_plus_one(k[b, j])) for j in range(5)]
+            expected = sum(w * v[b, j] for j, w in enumerate(kernel)) / sum(kernel)
+            np.testing.assert_allclose(out[b, i], expected, rtol=1e-12)
+
+
+def test_linear_attention_refuses_a_zero_normaliser():
+    with pytest.raises(ValueError, match="zero normaliser"):
+        ac.linear_attention(np.ones((2, 3)), np.ones((4, 3)), np.ones((4, 2)), np.zeros_like)

@@ -1,5 +1,4 @@
 """`python -m attncore.grading check`: the learner's one command, run as a learner runs it."""
-import os
 import subprocess
 import sys
 from pathlib import Path

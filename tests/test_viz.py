@@ -67,3 +67,14 @@ def test_simplex_refuses_rows_that_are_not_distributions():
         viz.plot_simplex(attncore.softmax_one(np.array([[1.0, 2.0, 0.5]])))
     with pytest.raises(ValueError, match=r"got shape \(1, 4\)"):
         viz.plot_simplex(np.full((1, 4), 0.25))
+
+
+def test_glue_hands_myst_nb_plain_python_values(monkeypatch):
+    import myst_nb
+
+    glued = {}
+    monkeypatch.setattr(myst_nb, "glue", lambda name, value, display: glued.update({name: value}))
+    for name, value in [("i", np.int64(3)), ("x", np.float32(0.5)), ("b", np.True_), ("s", "text")]:
+        viz.glue(name, value)
+    assert glued == {"i": 3, "x": 0.5, "b": "True", "s": "text"}
+    assert type(glued["i"]) is int and type(glued["x"]) is float

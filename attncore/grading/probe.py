@@ -169,13 +169,26 @@ def _diagnose(spec, pristine, arguments, got, expected, peak_bytes):
     return _generic(got, expected)
 
 
+def shows(wrong, arguments, got, expected, rtol=None, finite=False):
+    """Does got equal wrong(*arguments), on an input where that differs from expected?
+
+    With finite=True a wrong output with no finite entry never matches: an all-inf
+    result says "overflow", not which formula overflowed.
+    """
+    try:
+        with np.errstate(all="ignore"):
+            output = wrong(*copy.deepcopy(arguments).values())
+            if finite and not np.isfinite(np.asarray(output, dtype=float)).any():
+                return False
+    except Exception:  # this wrong implementation cannot even run on the input
+        return False
+    return same(got, output, rtol) and not same(expected, output, rtol)
+
+
 def _recognise(misconception, arguments, got, expected, rtol):
     """A detail string when the learner's output shows this misconception, else None."""
-    if misconception.wrong is not None:
-        with np.errstate(all="ignore"), contextlib.suppress(Exception):
-            wrong = misconception.wrong(*copy.deepcopy(arguments).values())
-            if same(got, wrong, rtol) and not same(expected, wrong, rtol):
-                return ""
+    if misconception.wrong is not None and shows(misconception.wrong, arguments, got, expected, rtol):
+        return ""
     if misconception.detect is not None:
         with np.errstate(all="ignore"), contextlib.suppress(Exception):
             return misconception.detect(copy.deepcopy(arguments), got, expected)

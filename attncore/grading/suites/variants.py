@@ -1,8 +1,6 @@
 """06-variants: softmax_one, sparsemax and (non-causal, normalised) linear_attention.
 
-softmax_one and sparsemax are compared with attncore.softmax_one and
-attncore.sparsemax. attncore has no linear attention, so its reference is
-written here, in `linear_attention_reference`.
+Each is compared with attncore: softmax_one, sparsemax and linear_attention.
 """
 import numpy as np
 
@@ -338,18 +336,6 @@ EXP_PAIRS = FeatureMap("[exp(x), exp(-x)] / sqrt(2): 2 d_k features per row",
                        / np.sqrt(2).astype(x.dtype))
 
 
-def linear_attention_reference(Q, K, V, feature_map):
-    """Non-causal, normalised linear attention (Katharopoulos et al., 2020), plain NumPy.
-
-    out_i = phi(q_i)^T (sum_j phi(k_j) v_j^T) / (phi(q_i)^T sum_j phi(k_j)),
-    with Q (T_q, d_k), K (T_k, d_k), V (T_k, d_v) -> (T_q, d_v).
-    """
-    phi_q, phi_k = feature_map(Q), feature_map(K)  # (T_q, r), (T_k, r)
-    kv = phi_k.T @ V                                # (r, d_v): sum_j phi(k_j) v_j^T
-    z = phi_k.sum(axis=0)                           # (r,): sum_j phi(k_j)
-    return (phi_q @ kv) / (phi_q @ z)[:, None]      # (T_q, d_v)
-
-
 def qkv(seed, t_q, t_k, d_k, d_v, feature_map, dtype=np.float64, scale=1.0, q_rows=None):
     q, k, v = arrays(seed, (t_q, d_k), (t_k, d_k), (t_k, d_v), dtype=dtype, scale=scale)
     if q_rows is not None:  # per-query scales
@@ -415,7 +401,7 @@ def _phi_nowhere(Q, K, V, feature_map):
 
 
 def _phi_on_v_too(Q, K, V, feature_map):
-    return linear_attention_reference(Q, K, feature_map(V), feature_map)
+    return attncore.linear_attention(Q, K, feature_map(V), feature_map)
 
 
 def _normalised_over_queries(Q, K, V, feature_map):
@@ -503,8 +489,9 @@ SPECS = [
     ),
     FunctionSpec(
         name="linear_attention",
-        reference=linear_attention_reference,
+        reference=attncore.linear_attention,
         suites=LINEAR_CASES,
         misconceptions=LINEAR_MISCONCEPTIONS,
+        forbidden=("linear_attention",),
     ),
 ]
