@@ -58,6 +58,44 @@ def linear_attention(q, k, v, feature_map):
     return (phi_q @ kv) / normaliser
 
 
+def causal_linear_attention(q, k, v, feature_map):
+    """Causal linear attention as a recurrence (Katharopoulos et al., 2020) -> (..., T, d_v).
+
+    q (..., T, d_k), k (..., T, d_k), v (..., T, d_v): query i is position i and sees keys
+    0..i. A state of fixed size is carried along the sequence, S (..., r, d_v) and
+    z (..., r) for r features:
+
+        S_i = S_{i-1} + phi(k_i) v_i^T,   z_i = z_{i-1} + phi(k_i),
+        out_i = phi(q_i)^T S_i / (phi(q_i)^T z_i),
+
+    which equals the causally masked quadratic form with weights
+    phi(q_i) . phi(k_j) / sum_{j' <= i} phi(q_i) . phi(k_j') for j <= i. Each step costs
+    O(r d_v), whatever i is: a transformer layer run as an RNN.
+    """
+    q, k, v = check_qkv(q, k, v)
+    leading = leading_shape(q=q, k=k, v=v)
+    if q.shape[-2] != k.shape[-2]:
+        raise ValueError(
+            f"causal linear attention needs one query per position, T_q = T_k: q has shape "
+            f"{q.shape}, k has shape {k.shape}"
+        )
+    phi_q, phi_k = feature_map(q), feature_map(k)  # (..., T, r)
+    state = np.zeros((*leading, phi_k.shape[-1], v.shape[-1]), np.result_type(phi_k, v))  # S
+    norm = np.zeros((*leading, phi_k.shape[-1]), phi_k.dtype)  # z
+    out = np.empty((*leading, q.shape[-2], v.shape[-1]), state.dtype)
+    for i in range(q.shape[-2]):
+        state = state + phi_k[..., i, :, None] * v[..., i, None, :]  # S_i = S_{i-1} + phi(k_i) v_i^T
+        norm = norm + phi_k[..., i, :]  # z_i = z_{i-1} + phi(k_i)
+        denominator = np.sum(phi_q[..., i, :] * norm, axis=-1, keepdims=True)
+        if np.any(denominator == 0):
+            raise ValueError(
+                f"feature_map gives query {i} a zero normaliser phi(q_i) . z_i; "
+                "use a positive feature map such as elu(x) + 1"
+            )
+        out[..., i, :] = np.einsum("...r,...rd->...d", phi_q[..., i, :], state) / denominator
+    return out
+
+
 def kv_head_map(n_q_heads, n_kv_heads):
     """Index of the kv head each query head reads: h // (n_q_heads // n_kv_heads).
 
