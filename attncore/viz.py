@@ -3,15 +3,20 @@
 
 Queries on the vertical axis with the first query at the top, keys on the
 horizontal axis, masked cells hatched in grey, and the row sums in a bar beside
-the heatmap so the reader sees every row add up to 1.
+the heatmap so the reader sees every row add up to 1. A figure with several panels
+stacks them vertically (`stacked_axes`), at most FIGURE_WIDTH inches wide, so each
+panel stays readable on a phone as well as on a desktop.
 """
 import matplotlib.pyplot as plt
 import numpy as np
-from matplotlib.patches import Rectangle
+from matplotlib.patches import Patch, Polygon, Rectangle
 
 from .invariants import check_rows
 
 MASKED_COLOR = "0.85"
+# Inches. A side-by-side figure 16 inches wide is drawn about 358 px wide on a 390 px
+# phone, under a quarter of its size; 6.4 inches keeps a panel at over half its size.
+FIGURE_WIDTH = 6.4
 
 
 def glue(name, value):
@@ -119,4 +124,119 @@ def plot_simplex(points, labels=None, ax=None, corner_labels=("key 0", "key 1", 
         ax.legend(loc="upper right", fontsize=8, frameon=False)
     ax.set_aspect("equal")
     ax.axis("off")
+    return ax
+
+
+def stacked_axes(n, height=3.0, width=FIGURE_WIDTH, **subplots_kw):
+    """A figure with n panels stacked vertically: returns (fig, axes), axes a list of n Axes.
+
+    One panel per row keeps every panel readable at any screen width; panels side by
+    side shrink to strips on a phone. height is per panel, in inches; subplots_kw
+    (sharex, height_ratios, ...) go to plt.subplots.
+    """
+    n = int(n)
+    if n < 1:
+        raise ValueError(f"n must be at least 1 panel, got {n}")
+    if width > FIGURE_WIDTH:
+        raise ValueError(f"width must be at most FIGURE_WIDTH = {FIGURE_WIDTH} inches, got {width}")
+    fig, axes = plt.subplots(n, 1, figsize=(width, height * n), layout="constrained",
+                             squeeze=False, **subplots_kw)
+    return fig, list(axes[:, 0])
+
+
+def convex_hull_2d(points):
+    """Vertices (m, 2) of the convex hull of points (n, 2), counter-clockwise, no collinear ones.
+
+    Andrew's monotone chain: sort the points, then build the lower and the upper chain,
+    dropping the last point while it does not make a left turn.
+    """
+    p = np.asarray(points, dtype=float)
+    if p.ndim != 2 or p.shape[1] != 2 or len(p) < 3:
+        raise ValueError(f"points must have shape (n, 2) with n >= 3, got shape {p.shape}")
+    pts = sorted(map(tuple, p))
+
+    def left_turn(o, a, b):  # z-component of (a - o) x (b - o) is positive
+        return (a[0] - o[0]) * (b[1] - o[1]) - (a[1] - o[1]) * (b[0] - o[0]) > 0
+
+    def chain(seq):
+        out = []
+        for q in seq:
+            while len(out) >= 2 and not left_turn(out[-2], out[-1], q):
+                out.pop()
+            out.append(q)
+        return out[:-1]
+
+    return np.array(chain(pts) + chain(pts[::-1]))
+
+
+def plot_values_hull(values, ax=None, include_origin=False):
+    """The value vectors (T_k, 2) as labelled points, with their convex hull shaded.
+
+    Every softmax attention output lies in this hull. include_origin also draws, dashed,
+    the hull of the values and the origin, where softmax-1 outputs lie. Returns the Axes.
+    """
+    v = np.asarray(values, dtype=float)
+    if v.ndim != 2 or v.shape[1] != 2:
+        raise ValueError(f"values must have shape (T_k, 2) to be drawn in the plane, got shape {v.shape}")
+    if ax is None:
+        _, ax = plt.subplots(figsize=(5, 4.5), layout="constrained")
+    if include_origin:
+        ax.fill(*convex_hull_2d(np.vstack([v, np.zeros((1, 2))])).T, facecolor="none",
+                edgecolor="tab:red", linestyle="--", label="hull of the values and 0 (softmax-1)")
+        ax.plot(0, 0, "+", color="tab:red", markersize=12, mew=2)
+        ax.annotate("origin", (0, 0), xytext=(8, -4), textcoords="offset points", color="tab:red")
+    ax.fill(*convex_hull_2d(v).T, facecolor="tab:blue", alpha=0.15, edgecolor="tab:blue",
+            label="hull of the values")
+    ax.plot(*v.T, "s", color="tab:blue", markersize=7)
+    for j, point in enumerate(v):
+        ax.annotate(f"$v_{j}$", point, xytext=(6, 4), textcoords="offset points")
+    ax.set_xlabel("value coordinate 0")
+    ax.set_ylabel("value coordinate 1")
+    ax.set_aspect("equal")
+    return ax
+
+
+def plot_tile_order(tiles, t_q, t_k, block_q, block_k=None, ax=None):
+    """The (T_q, T_k) score matrix cut into tiles, numbered in the order they were computed.
+
+    tiles: a list of (query block, first key, number of keys), one per computed tile,
+    in order. Tiles crossing the causal (top-left) diagonal are orange with their
+    masked half dotted; tiles never computed are hatched. Returns the Axes.
+    """
+    block_k = block_q if block_k is None else block_k
+    if ax is None:
+        _, ax = plt.subplots(figsize=(5, 5), layout="constrained")
+    order = {(b, k0): n for n, (b, k0, _) in enumerate(tiles)}
+    q_starts, k_starts = range(0, t_q, block_q), range(0, t_k, block_k)
+    for b, q0 in enumerate(q_starts):
+        q1 = min(q0 + block_q, t_q)
+        for k0 in k_starts:
+            k1 = min(k0 + block_k, t_k)
+            if (b, k0) not in order:
+                ax.add_patch(Rectangle((k0, q0), k1 - k0, q1 - q0, facecolor=MASKED_COLOR,
+                                       edgecolor="0.5", hatch="///", linewidth=0.8))
+                continue
+            crosses = k1 - 1 > q0  # straddles the diagonal: masked inside
+            ax.add_patch(Rectangle((k0, q0), k1 - k0, q1 - q0, edgecolor="black", linewidth=0.8,
+                                   facecolor="tab:orange" if crosses else "tab:blue", alpha=0.75))
+            if crosses:
+                ax.add_patch(Polygon([(k0, q0), (k1, q0), (k1, q1)], closed=True, facecolor="none",
+                                     edgecolor="0.35", hatch="...", linewidth=0))
+            x, y = (k0 + 0.3 * (k1 - k0), q0 + 0.7 * (q1 - q0)) if crosses else ((k0 + k1) / 2, (q0 + q1) / 2)
+            ax.text(x, y, str(order[(b, k0)]), ha="center", va="center", color="white",
+                    fontsize=10, fontweight="bold")
+    ax.plot([0, min(t_q, t_k)], [0, min(t_q, t_k)], color="black", linestyle="--", linewidth=1)
+    ax.set_xlim(0, t_k)
+    ax.set_ylim(t_q, 0)  # first query at the top
+    ax.set_xticks([*k_starts, t_k])
+    ax.set_yticks([*q_starts, t_q])
+    ax.xaxis.tick_top()
+    ax.xaxis.set_label_position("top")
+    ax.set_xlabel("keys (columns), streamed in the inner loop")
+    ax.set_ylabel("queries (rows), outer loop")
+    ax.set_aspect("equal")
+    ax.legend(handles=[Patch(facecolor="tab:blue", alpha=0.75, label="computed"),
+                       Patch(facecolor="tab:orange", alpha=0.75, label="computed, masked inside"),
+                       Patch(facecolor=MASKED_COLOR, hatch="///", edgecolor="0.5", label="skipped")],
+              loc="upper center", bbox_to_anchor=(0.5, -0.02), ncol=3, fontsize=8, frameon=False)
     return ax

@@ -78,3 +78,50 @@ def test_glue_hands_myst_nb_plain_python_values(monkeypatch):
         viz.glue(name, value)
     assert glued == {"i": 3, "x": 0.5, "b": "True", "s": "text"}
     assert type(glued["i"]) is int and type(glued["x"]) is float
+
+
+def test_stacked_axes_put_one_panel_per_row_within_the_width():
+    fig, axes = viz.stacked_axes(3, height=2.0)
+    assert len(axes) == 3
+    assert fig.get_size_inches()[0] <= viz.FIGURE_WIDTH
+    fig.canvas.draw()
+    boxes = [ax.get_position() for ax in axes]
+    assert boxes[0].y0 > boxes[1].y0 > boxes[2].y0  # top to bottom
+    assert all(abs(b.x0 - boxes[0].x0) < 0.05 for b in boxes)  # one column
+    with pytest.raises(ValueError, match="width must be at most FIGURE_WIDTH = 6.4 inches, got 10"):
+        viz.stacked_axes(2, width=10)
+    with pytest.raises(ValueError, match="n must be at least 1 panel, got 0"):
+        viz.stacked_axes(0)
+
+
+def test_convex_hull_drops_interior_and_collinear_points():
+    square = np.array([[0, 0], [2, 0], [2, 2], [0, 2]], float)
+    points = np.vstack([square, [[1, 1], [1, 0], [0.5, 1.5]]])  # interior, on an edge, interior
+    hull = viz.convex_hull_2d(points)
+    assert sorted(map(tuple, hull)) == sorted(map(tuple, square))
+    x, y = hull.T
+    assert 0.5 * np.sum(x * np.roll(y, -1) - np.roll(x, -1) * y) == 4.0  # counter-clockwise: positive area
+    with pytest.raises(ValueError, match=r"shape \(n, 2\) with n >= 3, got shape \(2, 2\)"):
+        viz.convex_hull_2d(square[:2])
+
+
+def test_values_hull_labels_every_value_and_can_add_the_origin():
+    v = np.array([[3.0, 1.5], [1.8, 3.2], [0.8, 2.0], [1.6, 0.6], [2.0, 2.0]])
+    ax = viz.plot_values_hull(v)
+    assert [t.get_text() for t in ax.texts] == [f"$v_{j}$" for j in range(5)]
+    assert len(ax.patches) == 1
+    np.testing.assert_allclose(ax.patches[0].get_xy()[:-1], viz.convex_hull_2d(v))
+    ax = viz.plot_values_hull(v, include_origin=True)
+    assert len(ax.patches) == 2 and "origin" in [t.get_text() for t in ax.texts]
+    with pytest.raises(ValueError, match=r"values must have shape \(T_k, 2\).*got shape \(5, 3\)"):
+        viz.plot_values_hull(np.ones((5, 3)))
+
+
+def test_tile_order_numbers_computed_tiles_and_hatches_skipped_ones():
+    tiles = [(0, 0, 2), (1, 0, 2), (1, 2, 1)]  # causal 3 x 3 in blocks of 2: the top-right tile is skipped
+    ax = viz.plot_tile_order(tiles, 3, 3, 2)
+    assert [t.get_text() for t in ax.texts] == ["0", "1", "2"]
+    skipped = [p for p in ax.patches if isinstance(p, Rectangle) and p.get_hatch() == "///"]
+    assert [(p.get_x(), p.get_y()) for p in skipped] == [(2, 0)]
+    bottom, top = ax.get_ylim()
+    assert top < bottom  # first query at the top
