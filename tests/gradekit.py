@@ -1,20 +1,31 @@
-"""Shared by the grading tests: the repository's assignments, built into submissions."""
+"""Shared by the grading tests: the repository's assignments, built into submissions, and a
+throwaway nbgrader course driven through nbgrader's own command line."""
+import contextlib
+import io
+import os
 import re
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 import nbformat
 
-from attncore.grading import ASSIGNMENTS
+from attncore.grading.course.layout import RELEASE, SOURCE, WORK, function_of, parse_grade_id
+from attncore.grading.course.runner import grade_notebook, test_cells
+from attncore.grading.engine import ASSIGNMENTS, SPECS, Outcome, run_suite
+from attncore.grading.observe import observe
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
 def source_notebook(assignment):
-    return ROOT / "solutions" / assignment / f"{assignment}.ipynb"
+    return ROOT / SOURCE / assignment / f"{assignment}.ipynb"
 
 
 def release_notebook(assignment):
-    return ROOT / "exercises" / assignment / f"{assignment}.ipynb"
+    return ROOT / RELEASE / assignment / f"{assignment}.ipynb"
 
 
 def reference_sources(assignment):
@@ -37,11 +48,120 @@ def submission(assignment, replaced=None):
     return notebook
 
 
+def verdicts(notebook, **options):
+    """{grade_id: CellVerdict} of a submission, graded as the self-check and nbgrader grade
+    it: the code runs in a worker process (options: grade_notebook's, e.g. time_limit)."""
+    return grade_notebook(notebook.cells, **options)
+
+
+def in_process_verdicts(notebook):
+    """{grade_id: engine.Verdict} of a submission, its code run in this process: the fast
+    path for the catalogue of wrong solutions (no worker, no nbgrader)."""
+    tests = test_cells(notebook.cells)
+    tested = {id(cell) for _, cell in tests}
+    namespace = {"__name__": "__main__"}
+    with contextlib.redirect_stdout(io.StringIO()):
+        for cell in notebook.cells:
+            if cell.cell_type == "code" and id(cell) not in tested:
+                exec(compile(cell.source, "<cell>", "exec"), namespace)
+    result = {}
+    for grade_id, _ in tests:
+        function, suite = parse_grade_id(grade_id)
+        spec = SPECS[function]
+        result[grade_id] = run_suite(spec, suite, lambda arguments, measure_memory: Outcome(
+            **observe(namespace[function], arguments, spec.forbidden, measure_memory)))
+    return result
+
+
+@dataclass(frozen=True)
+class CellGrade:
+    """One graded cell of one submission, as nbgrader scored it."""
+
+    grade_id: str
+    score: float
+    max_score: float
+    manual: bool  # a written answer, graded by hand
+    message: str  # the error the cell shows ("" when it passed)
+    output: str  # everything the cell shows
+
+
 def points_by_function(grades, assignment):
     """{function: (score, max, [messages of failing cells])} from a list of CellGrade."""
     result = {}
     for function in ASSIGNMENTS[assignment]:
-        cells = [g for g in grades if g.grade_id.split("-")[0] == function and not g.manual]
+        cells = [g for g in grades if function_of(g.grade_id) == function and not g.manual]
         result[function] = (sum(g.score for g in cells), sum(g.max_score for g in cells),
                             [g.message for g in cells if g.score < g.max_score])
     return result
+
+
+def auto_points(grades):
+    auto = [g for g in grades if not g.manual]
+    return sum(g.score for g in auto), sum(g.max_score for g in auto)
+
+
+class Course:
+    """A throwaway nbgrader course folder with the repository's nbgrader_config.py."""
+
+    def __init__(self, root, assignments):
+        self.root = Path(root)
+        shutil.copy(ROOT / "nbgrader_config.py", self.root / "nbgrader_config.py")
+        for assignment in assignments:
+            target = self.root / SOURCE / assignment
+            target.mkdir(parents=True, exist_ok=True)
+            shutil.copy(source_notebook(assignment), target / f"{assignment}.ipynb")
+
+    def nbgrader(self, *args, timeout=1800):
+        """Run `nbgrader ARGS` in the course folder; raise with its log if it fails."""
+        bin_dir = os.path.dirname(sys.executable)  # nbgrader calls `alembic` from PATH
+        env = {**os.environ, "PATH": bin_dir + os.pathsep + os.environ.get("PATH", "")}
+        result = subprocess.run([sys.executable, "-m", "nbgrader", *args], cwd=self.root,
+                                env=env, capture_output=True, text=True, timeout=timeout)
+        if result.returncode != 0:
+            raise RuntimeError(f"nbgrader {' '.join(args)} failed:\n{result.stdout}{result.stderr}")
+        return result
+
+    def generate(self, assignment):
+        self.nbgrader("generate_assignment", assignment, "--force")
+        return self.root / RELEASE / assignment / f"{assignment}.ipynb"
+
+    def submit(self, assignment, student, notebook):
+        """Place a notebook (a path or an nbformat node) as student's submission."""
+        folder = self.root / WORK / "submitted" / student / assignment
+        folder.mkdir(parents=True, exist_ok=True)
+        target = folder / f"{assignment}.ipynb"
+        if isinstance(notebook, (str, Path)):
+            shutil.copy(notebook, target)
+        else:
+            nbformat.write(notebook, target)
+
+    def autograde(self, assignment, *options):
+        """Autograde every submitted notebook (options: nbgrader flags)."""
+        return self.nbgrader("autograde", assignment, "--create", "--force", *options)
+
+    def generate_feedback(self, assignment):
+        self.nbgrader("generate_feedback", assignment, "--force")
+        return self.root / WORK / "feedback"
+
+    def autograded(self, assignment, student):
+        return self.root / WORK / "autograded" / student / assignment / f"{assignment}.ipynb"
+
+    def grades(self, assignment, student):
+        """Every graded cell of a student's autograded notebook, in notebook order."""
+        from nbgrader.api import Gradebook
+
+        notebook = nbformat.read(self.autograded(assignment, student), as_version=4)
+        with Gradebook(f"sqlite:///{self.root / WORK / 'gradebook.db'}") as gradebook:
+            scores = {grade.name: grade for grade in gradebook.find_submission_notebook(
+                assignment, assignment, student).grades}
+            result = []
+            for cell in notebook.cells:
+                meta = cell.metadata.get("nbgrader", {})
+                grade = scores.get(meta.get("grade_id"))
+                if grade is not None:
+                    outputs = cell.get("outputs", [])
+                    result.append(CellGrade(
+                        meta["grade_id"], grade.score, grade.max_score, bool(meta.get("solution")),
+                        "\n".join(o.evalue for o in outputs if o.output_type == "error"),
+                        "\n".join(o.get("text", o.get("evalue", "")) for o in outputs)))
+        return result

@@ -9,14 +9,12 @@ that inspects the output (for example, the effective scale factor used).
 """
 import contextlib
 import copy
-import tracemalloc
 from dataclasses import dataclass, field
 from typing import Callable
 
 import numpy as np
 
-from . import guard
-from .feedback import FeedbackError, message
+from .feedback import message
 
 
 # What the grader can say about any function, besides its own catalogue.
@@ -24,15 +22,27 @@ INPUT_MODIFIED = "input modified in place"
 SHAPE_OR_DTYPE = "wrong output shape or dtype"
 NAN_OR_INF = "NaN or inf in the output"
 MATERIALISED = "the full (T_q, T_k) matrix materialised"
-GENERIC = (INPUT_MODIFIED, SHAPE_OR_DTYPE, NAN_OR_INF, MATERIALISED)
+MATERIALISED_FIX = ("never build the (T_q, T_k) score matrix (no Q @ K.T on whole arrays): loop "
+                    "over key tiles K[k0:k0 + block_size] (and query tiles), keep m, l and acc "
+                    "per query row, and hold only one (block_size, block_size) tile of scores at "
+                    "a time.")
+MEMORY_UNMEASURED = "memory use could not be measured"
+GENERIC = (INPUT_MODIFIED, SHAPE_OR_DTYPE, NAN_OR_INF, MATERIALISED, MEMORY_UNMEASURED)
 
 
 @dataclass(frozen=True)
 class Case:
-    """One input: what it exercises, and a builder of fresh named arguments."""
+    """One input: what it exercises, and a builder of fresh named arguments.
+
+    make() returns the arguments as a dict in the function's parameter order (they are
+    passed positionally). max_extra_bytes(arguments), when given, is the most the call may
+    allocate at its peak: only such cases measure memory, on inputs small enough that
+    measuring stays cheap even for pure-Python loops.
+    """
 
     description: str
     make: Callable[[], dict]
+    max_extra_bytes: Callable | None = None
 
 
 @dataclass(frozen=True)
@@ -60,7 +70,6 @@ class FunctionSpec:
     keep_dtype: bool = False  # float32 in, float32 out
     forbidden: tuple = ()  # attncore functions the learner is asked to write, not call
     rtol: float | None = None
-    max_extra_bytes: Callable | None = None  # args -> allowed tracemalloc peak
 
 
 def tolerances(expected, rtol=None):
@@ -94,49 +103,95 @@ def same(a, b, rtol=None):
     return bool(np.allclose(a, b, rtol=rtol, atol=atol, equal_nan=True))
 
 
-def check(spec, function, suite):
-    """Run one suite of spec's cases on the learner's function; raise FeedbackError on a mistake."""
-    guard.verify_integrity()
-    if not callable(function):
-        raise FeedbackError(f"{spec.name}: expected a function, got {function!r}")
+@dataclass(frozen=True)
+class Outcome:
+    """What happened when the learner's function was called on one case.
+
+    returned: the return value; raised: (exception type name, message) or None;
+    arguments_after: the arguments as they were after the call; peak_bytes: the peak of
+    allocations during the call (None when not measured or when measuring failed);
+    notes: what the code printed or warned (never a mistake in itself); stopped: why the
+    call never finished (a time limit, the process ended), or None.
+    """
+
+    returned: object = None
+    raised: tuple | None = None
+    arguments_after: dict = field(default_factory=dict)
+    peak_bytes: int | None = None
+    notes: tuple = ()
+    stopped: str | None = None
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """The result of one suite: passed, the feedback when not, and the notes on the way."""
+
+    passed: bool
+    message: str = ""
+    notes: tuple = ()
+
+
+def run_suite(spec, suite, call):
+    """Run suite `suite` of spec's cases, smallest first, and stop at the first mistake.
+
+    call(arguments, measure_memory) runs the learner's function on the arguments (a dict in
+    parameter order) wherever it lives and returns an Outcome. The expected values and
+    the diagnosis stay here, in the caller's process.
+    """
+    notes = []
     for case in spec.suites[suite]:
-        _check_case(spec, function, case)
+        arguments = case.make()
+        expected = spec.reference(*copy.deepcopy(arguments).values())
+        outcome = call(copy.deepcopy(arguments), case.max_extra_bytes is not None)
+        notes += [note for note in outcome.notes if note not in notes]
+        failure = _failure(spec, case, arguments, outcome, expected)
+        if failure is not None:
+            return Verdict(False, failure, tuple(notes))
+    return Verdict(True, "", tuple(notes))
 
 
-def _check_case(spec, function, case):
-    arguments = case.make()
-    pristine = copy.deepcopy(arguments)
-    expected = spec.reference(*copy.deepcopy(arguments).values())
-    try:
-        with guard.forbid(spec.name, spec.forbidden, function), \
-                _peak_memory(spec.max_extra_bytes) as peak:
-            got = function(*arguments.values())
-    except FeedbackError:
-        raise
-    except NotImplementedError:
-        raise FeedbackError(f"{spec.name}: not written yet. Replace `raise NotImplementedError()` "
-                            f"with your code.") from None
-    except Exception as error:  # the learner's code raised: name the mistake if one raises alike
-        alike = [m for m in spec.misconceptions if _raises_alike(m, pristine, error)]
-        named = alike[0] if len(alike) == 1 else None
-        raised = f"your function raised {type(error).__name__}: {error}"
-        raise FeedbackError(message(
-            spec.name, named.name if named else raised, case.description, pristine,
-            detail=raised if named else "", show_values=False,
-            fix=named.fix if named else "run it on the input above in a cell of your own "
-                                         "and read the traceback.",
-        )) from None
-    failure = _diagnose(spec, pristine, arguments, got, expected, peak())
-    if failure is not None:
-        headline, detail, fix = failure
-        raise FeedbackError(message(
-            spec.name, headline, case.description, pristine, got, expected, detail, fix
-        ))
+def _failure(spec, case, pristine, outcome, expected):
+    """The learner-facing message for the first problem of this case, or None."""
+    if outcome.stopped is not None:
+        return message(spec.name, "did not finish", case.description, pristine,
+                       detail=outcome.stopped, show_values=False,
+                       fix="run it on the input above in a cell of your own: look for a loop "
+                           "that never ends, or code that stops the interpreter.")
+    if outcome.raised is not None:
+        return _raised(spec, case, pristine, *outcome.raised)
+    failure = _diagnose(spec, case, pristine, outcome, expected)
+    if failure is None:
+        return None
+    headline, detail, fix = failure
+    return message(spec.name, headline, case.description, pristine, outcome.returned, expected,
+                   detail, fix)
 
 
-def _diagnose(spec, pristine, arguments, got, expected, peak_bytes):
-    """(headline, detail, fix) for the first problem found, or None when correct."""
-    modified = [name for name in pristine if not _unchanged(pristine[name], arguments[name])]
+def _raised(spec, case, pristine, error_type, error_message):
+    if error_type == "NotImplementedError":
+        return f"{spec.name}: not written yet. Replace `raise NotImplementedError()` with your code."
+    if error_type == "ForbiddenCall":
+        return (f"{spec.name}: you called {error_message}, which this exercise does not allow (it "
+                f"is what you are asked to write, or it would do the work for you). Use NumPy "
+                f"and the helpers the exercise allows instead.")
+    alike = [m for m in spec.misconceptions if _raises_alike(m, pristine, error_type, error_message)]
+    named = alike[0] if len(alike) == 1 else None
+    raised = f"your function raised {error_type}: {error_message}"
+    return message(spec.name, named.name if named else raised, case.description, pristine,
+                   detail=raised if named else "", show_values=False,
+                   fix=named.fix if named else "run it on the input above in a cell of your own "
+                                               "and read the traceback.")
+
+
+def _diagnose(spec, case, pristine, outcome, expected):
+    """(headline, detail, fix) for the first problem found in a returned value, or None.
+
+    In order: inputs modified, nothing returned, right values in the wrong dtype, too much
+    memory, then the catalogue of misconceptions, then a generic description.
+    """
+    got = outcome.returned
+    modified = [name for name in pristine
+                if not _unchanged(pristine[name], outcome.arguments_after.get(name))]
     if modified:
         return (INPUT_MODIFIED,
                 f"After the call, {', '.join(modified)} no longer held what was passed in.",
@@ -154,12 +209,19 @@ def _diagnose(spec, pristine, arguments, got, expected, peak_bytes):
                 "or finish with int(...)." if counting else
                 "compute in the input's dtype (avoid np.float64 constants or arrays), "
                 "or finish with .astype(x.dtype).")
-    if correct and spec.max_extra_bytes is not None:
-        allowed = spec.max_extra_bytes(pristine)
-        if peak_bytes > allowed:
-            return _named(spec, MATERIALISED,
-                          f"Your function allocated {peak_bytes / 1e6:.2f} MB at its peak; "
-                          f"a tiled version needs at most {allowed / 1e6:.2f} MB here.")
+    if correct and case.max_extra_bytes is not None:
+        allowed = case.max_extra_bytes(pristine)
+        if outcome.peak_bytes is None:
+            return (MEMORY_UNMEASURED,
+                    "The memory your function used could not be measured (was tracemalloc "
+                    "stopped or reset during the call?), so this test cannot pass.",
+                    "leave tracemalloc alone; the grader measures allocations while your "
+                    "function runs.")
+        if outcome.peak_bytes > allowed:
+            return (MATERIALISED,
+                    f"Your function allocated {outcome.peak_bytes / 1e6:.2f} MB at its peak; "
+                    f"a tiled version needs at most {allowed / 1e6:.2f} MB here.",
+                    MATERIALISED_FIX)
     if correct:
         return None
     for misconception in spec.misconceptions:
@@ -195,7 +257,7 @@ def _recognise(misconception, arguments, got, expected, rtol):
     return None
 
 
-def _raises_alike(misconception, arguments, error):
+def _raises_alike(misconception, arguments, error_type, error_message):
     """Does this misconception's wrong implementation fail the same way on these arguments?"""
     if misconception.wrong is None:
         return False
@@ -203,13 +265,8 @@ def _raises_alike(misconception, arguments, error):
         with np.errstate(all="ignore"):
             misconception.wrong(*copy.deepcopy(arguments).values())
     except Exception as wrong_error:
-        return type(wrong_error) is type(error) and str(wrong_error) == str(error)
+        return type(wrong_error).__name__ == error_type and str(wrong_error) == error_message
     return False
-
-
-def _named(spec, name, detail):
-    fix = next((m.fix for m in spec.misconceptions if m.name == name), "")
-    return name, detail, fix
 
 
 def _generic(got, expected):
@@ -242,24 +299,3 @@ def _unchanged(before, after):
         return isinstance(after, np.ndarray) and before.shape == after.shape and np.array_equal(
             before, after, equal_nan=True)
     return True
-
-
-@contextlib.contextmanager
-def _peak_memory(enabled):
-    """Measure the peak of Python and NumPy allocations during the block, when enabled
-    (tracing slows Python code down, so only the memory probes pay for it)."""
-    if not enabled:
-        yield lambda: 0
-        return
-    already = tracemalloc.is_tracing()
-    if not already:
-        tracemalloc.start()
-    tracemalloc.reset_peak()
-    baseline = tracemalloc.get_traced_memory()[0]
-    result = {"peak": 0}
-    try:
-        yield lambda: result["peak"]
-    finally:
-        result["peak"] = max(0, tracemalloc.get_traced_memory()[1] - baseline)
-        if not already:
-            tracemalloc.stop()

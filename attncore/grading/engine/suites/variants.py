@@ -5,6 +5,7 @@ Each is compared with attncore: softmax_one, sparsemax and linear_attention.
 import numpy as np
 
 import attncore
+from attncore.feature_maps import ELU_PLUS_ONE, EXP, EXP_PAIRS, RELU_PLUS_EPS
 
 from ..probe import Case, FunctionSpec, Misconception
 from .common import (
@@ -310,31 +311,6 @@ SPARSEMAX_MISCONCEPTIONS = [
 
 
 # ------------------------------------------------------- linear_attention
-
-class FeatureMap:
-    """A positive feature map phi, applied to the last axis; prints as its formula."""
-
-    def __init__(self, name, function):
-        self.name, self.function = name, function
-
-    def __call__(self, x):
-        return self.function(np.asarray(x))
-
-    def __repr__(self):
-        return f"<function: {self.name}>"
-
-
-def _elu_plus_one(x):
-    return np.where(x > 0, x + 1, np.exp(np.minimum(x, 0))).astype(x.dtype)
-
-
-ELU_PLUS_ONE = FeatureMap("elu(x) + 1", _elu_plus_one)
-RELU_PLUS_EPS = FeatureMap("relu(x) + 1e-3", lambda x: (np.maximum(x, 0) + 1e-3).astype(x.dtype))
-EXP = FeatureMap("exp(x)", np.exp)
-EXP_PAIRS = FeatureMap("[exp(x), exp(-x)] / sqrt(2): 2 d_k features per row",
-                       lambda x: np.concatenate([np.exp(x), np.exp(-x)], axis=-1)
-                       / np.sqrt(2).astype(x.dtype))
-
 
 def qkv(seed, t_q, t_k, d_k, d_v, feature_map, dtype=np.float64, scale=1.0, q_rows=None):
     q, k, v = arrays(seed, (t_q, d_k), (t_k, d_k), (t_k, d_v), dtype=dtype, scale=scale)

@@ -1,0 +1,46 @@
+"""nbgrader's configuration for this course: the layout, and autograding out of process.
+
+nbgrader_config.py at the repository root merges course_config(root). Autograde runs
+nbgrader's own default pipeline with one change: its Execute preprocessor (which would
+run the learner's code in the process that grades it) is replaced by GradeOutOfProcess,
+so the scores and the feedback come from course.runner and nbgrader's SaveAutoGrades
+records them as usual.
+"""
+import os
+
+from traitlets.config import Config
+
+from .layout import RELEASE, SOURCE, WORK
+
+COURSE_ID = "attention-matrix"
+# A learner's file in an LMS download is "<student id>_<assignment>.ipynb".
+ZIP_FILE_NAME = r"(?P<student_id>[^_]+)_(?P<file_id>.+)"
+
+
+def course_config(root):
+    """The nbgrader Config for a course rooted at `root` (creates root/.nbgrader)."""
+    from nbgrader.converters import Autograde
+    from nbgrader.preprocessors import Execute
+
+    from .preprocessors import GradeOutOfProcess
+
+    root = os.path.abspath(root)
+    work = os.path.join(root, WORK)
+    os.makedirs(work, exist_ok=True)
+    c = Config()
+    c.CourseDirectory.root = root
+    c.CourseDirectory.course_id = COURSE_ID
+    c.CourseDirectory.source_directory = SOURCE
+    c.CourseDirectory.release_directory = RELEASE
+    for step in ("submitted", "autograded", "feedback", "solution"):
+        setattr(c.CourseDirectory, f"{step}_directory", f"{WORK}/{step}")
+    c.CourseDirectory.db_url = f"sqlite:///{os.path.join(work, 'gradebook.db')}"
+    c.ExportPlugin.to = os.path.join(work, "grades.csv")
+    c.ZipCollectApp.downloaded_directory = os.path.join(work, "downloaded")
+    c.FileNameCollectorPlugin.named_regexp = ZIP_FILE_NAME
+    c.ClearSolutions.code_stub = {"python": "# YOUR CODE HERE\nraise NotImplementedError()"}
+    c.ClearSolutions.text_stub = "YOUR ANSWER HERE"
+    default = Autograde.class_traits()["autograde_preprocessors"].default()
+    c.Autograde.autograde_preprocessors = [
+        GradeOutOfProcess if step is Execute else step for step in default]
+    return c

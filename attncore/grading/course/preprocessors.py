@@ -1,0 +1,26 @@
+"""The nbgrader preprocessor that grades out of process (see config.py)."""
+import nbformat
+from nbgrader.preprocessors import NbGraderPreprocessor
+from traitlets import Float
+
+from .runner import TIME_LIMIT, grade_notebook, test_cells
+
+
+class GradeOutOfProcess(NbGraderPreprocessor):
+    """Replace Execute: grade every test cell with course.runner and write its verdict as
+    the cell's output (an error output when it fails), which nbgrader then scores."""
+
+    time_limit = Float(TIME_LIMIT, help="Seconds for one cell to load or one call to "
+                                        "return in the grading worker.").tag(config=True)
+
+    def preprocess(self, nb, resources):
+        folder = resources.get("metadata", {}).get("path") or "."
+        verdicts = grade_notebook(nb.cells, cwd=folder, time_limit=self.time_limit)
+        for grade_id, cell in test_cells(nb.cells):
+            verdict = verdicts[grade_id]
+            cell.outputs = [
+                nbformat.v4.new_output("stream", name="stdout", text=verdict.text() + "\n")
+                if verdict.passed else
+                nbformat.v4.new_output("error", ename="AssertionError", evalue=verdict.text(),
+                                       traceback=[verdict.text()])]
+        return nb, resources

@@ -1,0 +1,124 @@
+"""`attncore-check NOTEBOOK` (or `python -m attncore.grading check NOTEBOOK`): grade your own
+notebook, no instructor, nbgrader or repository needed.
+
+Your notebook's code runs in a separate process, exactly as when an instructor
+autogrades it, and every suite the installed attncore has for the assignment is run:
+the visible tests and the hidden ones (the course is open, so the hidden cases ship in
+the package). The result is printed per function: points, and what went wrong, by name.
+"""
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from ..engine import ASSIGNMENTS, SPECS
+from .layout import function_of, grade_id
+from .runner import CellVerdict, grade_notebook, test_cells
+
+
+class NotAnAssignment(ValueError):
+    """The path is not a notebook of one of the course's assignments."""
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(
+        prog="attncore-check",
+        description="Grade your exercise notebook with every test of the course, in a "
+                    "separate process, and name your mistakes.")
+    parser.add_argument("notebook", help="your notebook, e.g. 03-masking.ipynb, or the "
+                                         "assignment's name, e.g. 03-masking")
+    argv = sys.argv[1:] if argv is None else list(argv)
+    args = parser.parse_args(argv[1:] if argv[:1] == ["check"] else argv)
+    try:
+        path = locate(args.notebook)
+        assignment, grades, written = grade(path)
+    except NotAnAssignment as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    text, full_marks = report(assignment, grades, written)
+    print(f"checked {path}\n{text}")
+    return 0 if full_marks else 1
+
+
+def locate(name):
+    """The notebook a learner means: a path, or an assignment's name or file name looked
+    for in the current folder, its exercises/ folder and their assignment folders."""
+    path = Path(name)
+    if path.is_file():
+        return path
+    stem = path.name.removesuffix(".ipynb")
+    candidates = [Path(folder) / f"{stem}.ipynb"
+                  for folder in (".", stem, f"exercises/{stem}", f"../{stem}")]
+    found = [candidate for candidate in candidates if candidate.is_file()]
+    if found:
+        return found[0]
+    raise NotAnAssignment(f"{name}: no such file (looked for it as given and as "
+                          f"{', '.join(str(c) for c in candidates)})")
+
+
+def identify(notebook, path):
+    """The assignment a notebook belongs to: the one whose graded functions it all has."""
+    ids = {cell.get("metadata", {}).get("nbgrader", {}).get("grade_id")
+           for cell in notebook.get("cells", [])}
+    for assignment, functions in ASSIGNMENTS.items():
+        if set(functions) <= ids:
+            return assignment
+    raise NotAnAssignment(
+        f"{path} is a notebook, but not one of the course's assignments "
+        f"({', '.join(ASSIGNMENTS)}): none has all of its graded cells")
+
+
+def grade(path):
+    """(assignment, [(grade_id, points, CellVerdict)] for every suite of the assignment,
+    [(grade_id, points)] of the written answers, graded by hand)."""
+    path = Path(path)
+    try:
+        notebook = json.loads(path.read_text(encoding="utf-8"))
+        cells = notebook["cells"]
+    except (ValueError, KeyError, TypeError, UnicodeDecodeError) as error:
+        raise NotAnAssignment(f"{path} is not a Jupyter notebook ({type(error).__name__})") \
+            from None
+    assignment = identify(notebook, path)
+    points = {gid: float(cell["metadata"]["nbgrader"].get("points", 0))
+              for gid, cell in test_cells(cells)}
+    verdicts = grade_notebook(cells, cwd=path.resolve().parent)
+    grades = []
+    for function in ASSIGNMENTS[assignment]:
+        for suite in SPECS[function].suites:
+            gid = grade_id(function, suite)
+            verdict = verdicts.get(gid) or CellVerdict(
+                False, f"{gid}: this test cell is missing from your notebook, so it was not "
+                       f"run; copy it back from a fresh copy of the exercise.")
+            grades.append((gid, points.get(gid), verdict))
+    written = [(cell["metadata"]["nbgrader"]["grade_id"], cell["metadata"]["nbgrader"]["points"])
+               for cell in cells if cell["cell_type"] == "markdown"
+               and cell.get("metadata", {}).get("nbgrader", {}).get("grade")]
+    return assignment, grades, written
+
+
+def report(assignment, grades, written=()):
+    """The printed table and the feedback of the first failing test of each function."""
+    earned = sum(points for _, points, verdict in grades if verdict.passed and points)
+    total = sum(points or 0 for _, points, _ in grades)
+    lines = [f"{assignment}: {earned:g} / {total:g} automatic points, from every test the "
+             f"course has for it (visible and hidden), run in a separate process",
+             "", f"{'function':<26}{'points':>10}  feedback", "-" * 72]
+    shown = []
+    for function in ASSIGNMENTS[assignment]:
+        mine = [g for g in grades if function_of(g[0]) == function]
+        score = sum(points or 0 for _, points, verdict in mine if verdict.passed)
+        most = sum(points or 0 for _, points, _ in mine)
+        failed = [g for g in mine if not g[2].passed]
+        status = failed[0][2].message.splitlines()[0] if failed else "ok"
+        lines.append(f"{function:<26}{f'{score:g} / {most:g}':>10}  {status[:80]}")
+        shown += failed[:1]
+    for gid, points in written:
+        lines.append(f"{gid:<26}{f'? / {points:g}':>10}  written answer, graded by hand")
+    for gid, points, verdict in grades:
+        if verdict.notes and not any(gid == g[0] for g in shown):
+            shown.append((gid, points, verdict))
+    for gid, points, verdict in shown:
+        title = f"{gid} ({(points or 0) if verdict.passed else 0:g} / {points or 0:g})"
+        lines += ["", f"== {title}", verdict.text()]
+    full = all(verdict.passed for _, _, verdict in grades)
+    return "\n".join(lines), full

@@ -1,0 +1,94 @@
+"""The messages between the grader and its worker: JSON frames, arrays as .npy bytes.
+
+Nothing is unpickled: arrays travel through np.save/np.load with allow_pickle=False, and
+every other value must be None, a bool, an int, a float, a string, a feature map of
+attncore.feature_maps (sent by its name), or a list, tuple or dict of these. A value of
+any other type arrives as Opaque(its type name), so a worker can never make the grader
+run code by what it sends.
+"""
+import base64
+import io
+import json
+import struct
+from dataclasses import dataclass
+
+import numpy as np
+
+from ...feature_maps import BY_NAME, FeatureMap
+
+_LENGTH = struct.Struct(">Q")
+MAX_FRAME = 1 << 30
+
+
+@dataclass(frozen=True)
+class Opaque:
+    """A value that cannot travel (a function, an object array, ...): only its type is known."""
+
+    type_name: str
+
+    def __repr__(self):
+        return f"<a {self.type_name} object>"
+
+
+def encode(value):
+    """A JSON-ready form of value."""
+    if isinstance(value, np.generic) and not isinstance(value, np.object_):
+        return {"npy": _npy(np.asarray(value)), "scalar": True}
+    if isinstance(value, np.ndarray) and value.dtype != object:
+        return {"npy": _npy(value)}
+    if value is None or isinstance(value, (bool, int, str)):
+        return value
+    if isinstance(value, float):
+        return {"float": repr(value)}  # keeps nan and inf, which JSON lacks
+    if isinstance(value, (list, tuple)):
+        return {"list" if isinstance(value, list) else "tuple": [encode(v) for v in value]}
+    if isinstance(value, FeatureMap) and BY_NAME.get(value.name) is value:
+        return {"feature_map": value.name}
+    if isinstance(value, dict) and all(isinstance(k, str) for k in value):
+        return {"dict": {k: encode(v) for k, v in value.items()}}
+    return {"opaque": type(value).__name__}
+
+
+def decode(data):
+    """The value encode(value) stood for."""
+    if not isinstance(data, dict):
+        return data
+    if "npy" in data:
+        array = np.load(io.BytesIO(base64.b64decode(data["npy"])), allow_pickle=False)
+        return array[()] if data.get("scalar") else array
+    if "float" in data:
+        return float(data["float"])
+    if "list" in data:
+        return [decode(v) for v in data["list"]]
+    if "tuple" in data:
+        return tuple(decode(v) for v in data["tuple"])
+    if data.get("feature_map") in BY_NAME:
+        return BY_NAME[data["feature_map"]]
+    if "dict" in data:
+        return {k: decode(v) for k, v in data["dict"].items()}
+    return Opaque(str(data.get("opaque", "unknown")))
+
+
+def send(stream, message):
+    """Write one message (a dict of JSON-ready values) as a length-prefixed frame."""
+    body = json.dumps(message).encode()
+    stream.write(_LENGTH.pack(len(body)) + body)
+    stream.flush()
+
+
+def receive(stream):
+    """Read one frame; None at end of stream."""
+    header = stream.read(_LENGTH.size)
+    if len(header) < _LENGTH.size:
+        return None
+    (length,) = _LENGTH.unpack(header)
+    if length > MAX_FRAME:
+        raise ValueError(f"a message of {length} bytes is larger than {MAX_FRAME}")
+    body = stream.read(length)
+    return json.loads(body) if len(body) == length else None
+
+
+def _npy(array):
+    buffer = io.BytesIO()
+    np.save(buffer, array, allow_pickle=False)
+    return base64.b64encode(buffer.getvalue()).decode("ascii")

@@ -1,0 +1,12 @@
+"""One module per assignment: the FunctionSpecs of the functions learners write.
+
+ASSIGNMENTS maps each assignment to its graded functions in notebook order; SPECS maps
+each graded function to its FunctionSpec.
+"""
+from . import convention, flash, heads, masking, simplex, variants
+
+_MODULES = [convention, simplex, masking, heads, flash, variants]
+
+ASSIGNMENTS = {module.ASSIGNMENT: [spec.name for spec in module.SPECS] for module in _MODULES}
+SPECS = {spec.name: spec for module in _MODULES for spec in module.SPECS}
+assert len(SPECS) == sum(map(len, ASSIGNMENTS.values())), "a graded function name is used twice"

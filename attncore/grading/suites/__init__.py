@@ -1,1 +1,0 @@
-"""One module per assignment: the FunctionSpecs of the functions learners write."""
