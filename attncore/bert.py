@@ -364,12 +364,14 @@ class LayerOutput(NamedTuple):
     attentions: np.ndarray  # (B, H, T_q, T_k)
 
 
-def encoder_layer(hidden, layer, attention_mask):
+def encoder_layer(hidden, layer, attention_mask, attention=layer_attention):
     """One post-LayerNorm BERT layer: (B, T, D) -> LayerOutput(hidden (B, T, D), attentions).
 
-    h = LN(x + Attention(x)); out = LN(h + W_out GELU(W_in h)).
+    h = LN(x + Attention(x)); out = LN(h + W_out GELU(W_in h)). `attention` is any
+    function with the signature of layer_attention, so another implementation of the
+    attention (a learner's, a wrong one) can run inside the real model.
     """
-    attended, A = layer_attention(hidden, layer.attention, attention_mask)
+    attended, A = attention(hidden, layer.attention, attention_mask)
     h = layer.attention_norm(hidden + attended)  # residual, then LayerNorm
     ff = gelu(h @ layer.W_in + layer.b_in) @ layer.W_out + layer.b_out  # (B, T, F) -> (B, T, D)
     return LayerOutput(layer.output_norm(h + ff), A)
@@ -386,12 +388,15 @@ class EncoderOutput(NamedTuple):
         return self.hidden_states[-1]
 
 
-def encode(model, ids, attention_mask):
-    """Run the whole encoder on ids (B, T) with attention_mask (B, T) -> EncoderOutput."""
+def encode(model, ids, attention_mask, attention=layer_attention):
+    """Run the whole encoder on ids (B, T) with attention_mask (B, T) -> EncoderOutput.
+
+    attention: the function each layer uses, layer_attention unless told otherwise.
+    """
     x = embed(model, ids)
     hidden_states, attentions = [x], []
     for layer in model.layers:
-        x, A = encoder_layer(x, layer, attention_mask)
+        x, A = encoder_layer(x, layer, attention_mask, attention)
         hidden_states.append(x)
         attentions.append(A)
     return EncoderOutput(tuple(hidden_states), tuple(attentions))
@@ -408,8 +413,13 @@ def mean_pool(hidden, attention_mask):
     return (hidden * m).sum(axis=1) / np.maximum(m.sum(axis=1), 1e-9)
 
 
-def sentence_embeddings(model, sentences):
+def l2_normalize(x):
+    """x / ||x|| along the last axis (a zero vector stays zero, as torch's F.normalize)."""
+    return x / np.maximum(np.linalg.norm(x, axis=-1, keepdims=True), 1e-12)
+
+
+def sentence_embeddings(model, sentences, attention=layer_attention):
     """The sentence-transformers embedding: mean pooling over real tokens, then unit L2 norm -> (B, D)."""
     batch = tokenize(model, sentences)
-    pooled = mean_pool(encode(model, batch.ids, batch.attention_mask).last_hidden_state, batch.attention_mask)
-    return pooled / np.maximum(np.linalg.norm(pooled, axis=-1, keepdims=True), 1e-12)
+    last = encode(model, batch.ids, batch.attention_mask, attention).last_hidden_state
+    return l2_normalize(mean_pool(last, batch.attention_mask))
