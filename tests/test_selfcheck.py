@@ -1,12 +1,11 @@
-"""`python -m attncore.grading check`: the learner's one command, run as a learner runs it."""
+"""`attncore-check NOTEBOOK`: the learner's one command, run as a learner runs it."""
+import shutil
 import subprocess
 import sys
 from pathlib import Path
 
+import nbformat
 import pytest
-
-from attncore.grading.course import CellGrade
-from attncore.grading.selfcheck import report
 
 from .gradekit import ROOT, release_notebook, submission
 
@@ -20,18 +19,16 @@ def run_check(*args, cwd=ROOT):
 
 def test_reference_solution_gets_full_marks_and_exit_zero(tmp_path):
     notebook = tmp_path / "03-masking.ipynb"
-    import nbformat
     nbformat.write(submission("03-masking"), notebook)
-    result = run_check(notebook, cwd=tmp_path)  # from anywhere, not only the repository
+    result = run_check(notebook.name, cwd=tmp_path)  # in the notebook's folder, no repository
     assert result.returncode == 0, result.stdout + result.stderr
-    assert "03-masking: 13 / 13 automatic points (visible and hidden tests)" in result.stdout
+    assert "03-masking: 13 / 13 automatic points, from every test the course has" in result.stdout
     for function in ("causal_mask", "key_padding_mask", "sliding_window_mask", "masked_softmax"):
         assert any(line.startswith(function) and line.rstrip().endswith("ok")
                    for line in result.stdout.splitlines()), function
 
 
 def test_named_mistake_is_printed_with_its_fix_and_exit_one(tmp_path):
-    import nbformat
     wrong = "def attention_scores(Q, K):\n    return K @ Q.T / np.sqrt(Q.shape[-1])\n"
     notebook = tmp_path / "01-convention.ipynb"
     nbformat.write(submission("01-convention", {"attention_scores": wrong}), notebook)
@@ -43,6 +40,22 @@ def test_named_mistake_is_printed_with_its_fix_and_exit_one(tmp_path):
     assert "Traceback" not in result.stdout
 
 
+def test_hidden_tests_run_without_solutions_and_count_when_they_fail(tmp_path):
+    """A learner's copy of the release has hidden cells with no code: the self-check runs
+    the hidden suites from the installed package and counts their failures."""
+    only_visible = ("def masked_softmax(scores, mask):\n"
+                    "    s = np.where(mask, scores, -np.inf)\n"
+                    "    e = np.exp(s - s.max(axis=-1, keepdims=True))\n"
+                    "    return e / e.sum(axis=-1, keepdims=True)\n")  # NaN on a fully masked row
+    notebook = tmp_path / "03-masking.ipynb"
+    nbformat.write(submission("03-masking", {"masked_softmax": only_visible}), notebook)
+    result = run_check(notebook)
+    assert result.returncode == 1
+    line = next(l for l in result.stdout.splitlines() if l.startswith("masked_softmax"))
+    assert "ok" not in line and " / 6" in line and not line.split()[1].startswith("6")
+    assert "masked_softmax-empty" in result.stdout
+
+
 def test_untouched_exercise_scores_zero_without_crashing():
     result = run_check(release_notebook("02-simplex"))
     assert result.returncode == 1
@@ -51,11 +64,34 @@ def test_untouched_exercise_scores_zero_without_crashing():
     assert "written answer, graded by hand" in result.stdout
 
 
+def test_warnings_and_prints_cost_nothing_and_are_noted(tmp_path):
+    noisy = ("import sys, warnings\n"
+             "def attention_scores(Q, K):\n"
+             "    print('computing scores', file=sys.stderr)\n"
+             "    warnings.warn('just saying')\n"
+             "    return Q @ K.T / np.sqrt(Q.shape[-1])\n")
+    notebook = tmp_path / "01-convention.ipynb"
+    nbformat.write(submission("01-convention", {"attention_scores": noisy}), notebook)
+    result = run_check(notebook)
+    assert result.returncode == 0, result.stdout
+    assert "UserWarning: just saying (not a mistake in itself; it costs no points)" in result.stdout
+    assert "printed to stderr: 'computing scores'" in result.stdout
+
+
+def test_assignment_name_finds_the_notebook_from_the_exercises_folder(tmp_path):
+    """JupyterLab's terminal starts in exercises/: the assignment's name is enough."""
+    folder = tmp_path / "exercises" / "04-heads"
+    folder.mkdir(parents=True)
+    shutil.copy(release_notebook("04-heads"), folder / "04-heads.ipynb")
+    for cwd in (tmp_path, tmp_path / "exercises", folder):
+        result = run_check("04-heads", cwd=cwd)
+        assert result.returncode == 1 and "04-heads: 0 / 8" in result.stdout, (cwd, result.stderr)
+
+
 def test_console_entry_point_is_installed():
     script = Path(sys.executable).parent / "attncore-check"
-    assert script.is_file()
     result = subprocess.run([str(script), "--help"], capture_output=True, text=True)
-    assert result.returncode == 0 and "check" in result.stdout
+    assert result.returncode == 0 and "notebook" in result.stdout
 
 
 @pytest.mark.parametrize("make, message", [
@@ -65,16 +101,6 @@ def test_console_entry_point_is_installed():
     (lambda d: ROOT / "book" / "intro.ipynb", "is a notebook, but not one of the course's assignments"),
 ])
 def test_wrong_paths_get_a_clear_error(tmp_path, make, message):
-    result = run_check(make(tmp_path))
+    result = run_check(make(tmp_path), cwd=tmp_path)
     assert result.returncode == 2
     assert message in result.stderr and "Traceback" not in result.stderr
-
-
-def test_report_says_when_hidden_tests_were_not_available():
-    grades = [CellGrade("softmax-basic", 1, 1, False, ""),
-              CellGrade("is_row_stochastic-basic", 0, 1, False, "is_row_stochastic: not written yet."),
-              CellGrade("simplex_proof", 0, 3, True, "")]
-    text, full = report("02-simplex", False, grades)
-    assert not full
-    assert "(visible tests only: solutions/ with the hidden tests was not found)" in text
-    assert "== is_row_stochastic-basic (0 / 1)\nis_row_stochastic: not written yet." in text

@@ -116,7 +116,7 @@ class Session:
     def _not_defined(self, function, what):
         problem = self.load_problems.get(function)
         why = f" Its cell {problem}." if problem else ""
-        return message(function, f"{what} after the notebook's cells ran.{why}",
+        return message(function, f"{what} after the notebook's cells ran.{why}", show_values=False,
                        fix=f"make the cell with `def {function}(...)` run without errors "
                            f"(restart the kernel and run all cells to see).")
 
@@ -205,7 +205,12 @@ class Worker:
             raise WorkerStopped(f"no answer within {self.time_limit:g} s, so it was stopped") \
                 from None
         if not isinstance(reply, dict):
-            self.process.wait(timeout=10)
+            try:  # the pipe closed because the process ended, or it sent what is no reply
+                self.process.wait(timeout=2)
+            except subprocess.TimeoutExpired:
+                self.close()
+                raise WorkerStopped("the process running your code sent a reply the grader "
+                                    "cannot read, so it was stopped") from None
             raise WorkerStopped(self._ended())
         return reply
 
