@@ -39,10 +39,17 @@ test: book $(TEST_STAMP)
 notebooks: $(STAMP)
 	$(VENV)/bin/jupytext --quiet --update --to ipynb $(wildcard book/*.md book/*/*.md)
 
-# Regenerate the released exercises from solutions/ (commit the result).
+# Regenerate the released exercises from solutions/ (commit the result). nbgrader
+# replaces each exercises/<assignment> folder whole, so this refuses to run while
+# exercises/ has changes git has not committed (a learner's work, say) unless FORCE=1.
 exercises: $(STAMP)
-	cd $(CURDIR) && for a in $(notdir $(wildcard solutions/*)); do \
-		PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(VENV)/bin/nbgrader generate_assignment $$a --force --log-level=WARN || exit 1; \
+	@if [ -z "$(FORCE)" ] && [ -n "$$(git status --porcelain -- exercises 2>/dev/null)" ]; then \
+		echo "exercises/ has changes that are not committed (git status -- exercises):" >&2; \
+		git status --short -- exercises >&2; \
+		echo "Keep your own work in a copy (see the book's page for learners), or run" >&2; \
+		echo "'make exercises FORCE=1' to overwrite them." >&2; exit 1; fi
+	for a in $(notdir $(wildcard solutions/*)); do \
+		PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(PY) -m nbgrader generate_assignment $$a --force --log-level=WARN || exit 1; \
 	done
 
 bench: $(STAMP)
