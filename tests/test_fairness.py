@@ -1,0 +1,229 @@
+"""Fairness: every correct solution gets full marks, whatever its style (issue 9).
+
+tests/right/ holds at least four correct implementations of every graded function, each
+written as a learner would write it: loops, einsum, float64 then cast, finite sentinels
+where the text allows them, the additive-mask idiom with its RuntimeWarning, masked
+arrays, 0/0 repaired afterwards, deprecated NumPy, warnings.warn, logging, prints to
+stdout and stderr, helpers (one named `check`), reuse of the notebook's earlier
+functions, recursion, callable objects. Each must score every point
+
+- through the out-of-process runner, as the self-check grades (fast, below);
+- through the real `nbgrader autograde`, one run per assignment;
+- through the self-check command, `python -m attncore.grading check NOTEBOOK`.
+
+What a style printed or warned is shown to the learner as a note that costs nothing.
+
+Submission k of an assignment holds style k of every function of that assignment
+(functions with fewer styles start again from their first), so an assignment needs only
+as many worker starts, and nbgrader submissions, as its function with the most styles.
+"""
+import ast
+import concurrent.futures
+import importlib
+import re
+import subprocess
+import sys
+import warnings
+
+import nbformat
+import numpy as np
+import pytest
+
+from attncore.grading.engine import ASSIGNMENTS
+
+from .gradekit import Course, auto_points, points_by_function, source_notebook, submission, \
+    verdicts
+
+MODULES = {"01-convention": "convention", "02-simplex": "simplex", "03-masking": "masking",
+           "04-heads": "heads", "05-flash": "flash", "06-variants": "variants"}
+RIGHT = {a: importlib.import_module(f"tests.right.{m}").RIGHT for a, m in MODULES.items()}
+MINIMUM_STYLES = 4
+
+
+def _row_stack_warns():
+    """np.row_stack is deprecated (a DeprecationWarning) from NumPy 2.0 on, not before."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        np.row_stack([np.zeros(1)])
+    return any(issubclass(w.category, DeprecationWarning) for w in caught)
+
+
+def expected_note(right):
+    """The word the notes must contain, or "" (a deprecation NumPy no longer or not yet warns)."""
+    if right.note == "DeprecationWarning" and "row_stack" in right.source \
+            and not _row_stack_warns():
+        return ""
+    return right.note
+
+
+def _styles(assignment, function):
+    return [r for r in RIGHT[assignment] if r.function == function]
+
+
+def rounds(assignment):
+    """[{function: Right}]: round k holds the k-th style of every function."""
+    styles = {f: _styles(assignment, f) for f in ASSIGNMENTS[assignment]}
+    count = max(len(s) for s in styles.values())
+    return [{f: s[k % len(s)] for f, s in styles.items()} for k in range(count)]
+
+
+def top_level_names(source):
+    """{name: the statement that binds it} for the top level of a solution cell."""
+    names = {}
+    for node in ast.parse(source).body:
+        if isinstance(node, (ast.FunctionDef, ast.ClassDef)):
+            names[node.name] = ast.dump(node)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            for alias in node.names:
+                names[(alias.asname or alias.name).split(".")[0]] = ast.dump(node)
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            for target in targets:
+                for name in ast.walk(target):
+                    if isinstance(name, ast.Name):
+                        names[name.id] = ast.dump(node)
+    return names
+
+
+def sources(chosen):
+    return {function: right.source for function, right in chosen.items()}
+
+
+def round_id(assignment, k):
+    return f"{assignment}:round{k}"
+
+
+# ---------------------------------------------------------------- the catalogue itself
+
+@pytest.mark.parametrize("assignment", list(MODULES))
+def test_every_function_has_enough_styles(assignment):
+    for function in ASSIGNMENTS[assignment]:
+        styles = [r.style for r in RIGHT[assignment] if r.function == function]
+        assert len(styles) >= MINIMUM_STYLES, (function, styles)
+        assert len(set(styles)) == len(styles), (function, styles)
+    assert {r.function for r in RIGHT[assignment]} <= set(ASSIGNMENTS[assignment])
+
+
+@pytest.mark.parametrize("assignment", list(MODULES))
+def test_solutions_of_one_round_do_not_redefine_each_others_helpers(assignment):
+    graded = set(ASSIGNMENTS[assignment])
+    for k, chosen in enumerate(rounds(assignment)):
+        bound = {}
+        for function, right in chosen.items():
+            names = top_level_names(right.source)
+            assert function in names, (function, right.style, "does not define it")
+            for name, statement in names.items():
+                if name in graded:
+                    assert name == function, (right.style, f"redefines {name}")
+                    continue
+                other = bound.setdefault(name, (statement, right.style))
+                assert other[0] == statement, (
+                    f"round {k}: {name} is defined by both {other[1]!r} and {right.style!r}")
+
+
+def test_a_pure_python_flash_attention_is_among_the_styles():
+    def pure(source):  # NumPy only to slice the tiles into lists and to return the array
+        body = source.split("def flash_attention")[1]
+        numpy = [line.strip() for line in body.splitlines() if "np." in line]
+        return numpy == ["return np.array(out)"] and ".tolist()" in body and "@" not in body
+
+    assert any(r.function == "flash_attention" and "pure Python" in r.style and pure(r.source)
+               for r in RIGHT["05-flash"])
+
+
+# ---------------------------------------------------------------- the out-of-process runner
+
+_POOL = concurrent.futures.ThreadPoolExecutor(max_workers=3)
+_RUNNER = {}  # (assignment, round) -> Future of {grade_id: CellVerdict}
+
+
+def runner_verdicts(assignment, k):
+    """{grade_id: CellVerdict} of round k, graded as the self-check grades. The first
+    request for an assignment grades all its rounds, a few worker processes at a time."""
+    if (assignment, k) not in _RUNNER:
+        for j, chosen in enumerate(rounds(assignment)):
+            _RUNNER[assignment, j] = _POOL.submit(
+                verdicts, submission(assignment, sources(chosen)))
+    return _RUNNER[assignment, k].result()
+
+
+# style i of a function is graded in round i (later rounds repeat it to fill up)
+RUNNER_CASES = [pytest.param(a, i, f, id=f"{a}:{f}:{right.style}",
+                             marks=pytest.mark.xdist_group(a))
+                for a in MODULES for f in ASSIGNMENTS[a]
+                for i, right in enumerate(_styles(a, f))]
+
+
+@pytest.mark.parametrize("assignment,k,function", RUNNER_CASES)
+def test_correct_style_gets_full_marks_through_the_runner(assignment, k, function):
+    right = rounds(assignment)[k][function]
+    mine = {gid: v for gid, v in runner_verdicts(assignment, k).items()
+            if gid.rpartition("-")[0] == function}
+    assert mine, f"no test cell for {function}"
+    failed = {gid: v.message for gid, v in mine.items() if not v.passed}
+    assert not failed, f"{right.style} lost points:\n{right.source}\n" + "\n\n".join(
+        f"{gid}: {message}" for gid, message in failed.items())
+    notes = [note for v in mine.values() for note in v.notes]
+    word = expected_note(right)
+    if word:
+        assert any(word in note for note in notes), (right.style, notes)
+        assert all("no points" in note for note in notes if word in note), notes
+
+
+# ---------------------------------------------------------------- nbgrader autograde
+
+def _autograde(tmp_path, assignment):
+    course = Course(tmp_path, [assignment])
+    course.generate(assignment)
+    plan = rounds(assignment)
+    for k, chosen in enumerate(plan):
+        course.submit(assignment, f"style{k}", submission(assignment, sources(chosen)))
+    course.autograde(assignment)
+    return course, plan
+
+
+@pytest.mark.parametrize("assignment", [
+    pytest.param(a, marks=pytest.mark.xdist_group(a)) for a in MODULES])
+def test_every_style_gets_full_marks_through_nbgrader_autograde(tmp_path, assignment):
+    course, plan = _autograde(tmp_path, assignment)
+    lost = []
+    for k, chosen in enumerate(plan):
+        grades = course.grades(assignment, f"style{k}")
+        got, total = auto_points(grades)
+        assert total > 0
+        for function, (score, most, messages) in points_by_function(grades, assignment).items():
+            if score < most:
+                lost.append(f"{function} ({chosen[function].style}): {score} / {most}\n"
+                            + "\n".join(m[:600] for m in messages))
+        for function, right in chosen.items():
+            word = expected_note(right)
+            outputs = "\n".join(g.output for g in grades if g.grade_id.startswith(function + "-"))
+            if word:
+                assert re.search(rf"Note: .*{word}", outputs), (function, right.style, outputs)
+    assert not lost, "\n\n".join(lost)
+
+
+# ---------------------------------------------------------------- the self-check command
+
+def _noisiest_round(assignment):
+    """The round with the most styles that print or warn."""
+    plan = rounds(assignment)
+    return max(range(len(plan)), key=lambda k: sum(bool(expected_note(r)) for r in plan[k].values()))
+
+
+@pytest.mark.parametrize("assignment", [
+    pytest.param(a, marks=pytest.mark.xdist_group(a)) for a in MODULES])
+def test_self_check_gives_full_marks_and_exit_zero(tmp_path, assignment):
+    k = _noisiest_round(assignment)
+    chosen = rounds(assignment)[k]
+    notebook = tmp_path / f"{assignment}.ipynb"
+    nbformat.write(submission(assignment, sources(chosen)), notebook)
+    result = subprocess.run([sys.executable, "-m", "attncore.grading", "check", str(notebook)],
+                            cwd=tmp_path, capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stdout + result.stderr
+    score = re.search(rf"{assignment}: (\S+) / (\S+) automatic points", result.stdout)
+    assert score and score[1] == score[2] and float(score[2]) > 0, result.stdout
+    for function, right in chosen.items():
+        assert re.search(rf"^{function} .* ok$", result.stdout, re.M), (function, result.stdout)
+        if expected_note(right):
+            assert re.search(rf"Note: .*{expected_note(right)}", result.stdout), result.stdout
