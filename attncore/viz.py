@@ -127,6 +127,33 @@ def plot_simplex(points, labels=None, ax=None, corner_labels=("key 0", "key 1", 
     return ax
 
 
+def plot_sub_stochastic(rows, ax, labels=None, color="tab:red"):
+    """Rows of 3 weights (n, 3) that sum to at most 1 (softmax-1), drawn over plot_simplex's triangle.
+
+    A row a of mass s = sum(a) is projected orthogonally onto the plane of the simplex,
+    to a + (1 - s) * centre: the rows of mass s fill a copy of the triangle shrunk by s
+    about its centre, drawn dashed around each point so a point near the centre is not
+    mistaken for a flat distribution. labels (one per row) are written at the top corner
+    of each shrunk triangle. Returns the Axes.
+    """
+    a = np.atleast_2d(np.asarray(rows, dtype=float))
+    report = check_rows(a)
+    if a.shape[-1] != 3 or a.ndim != 2 or not report.sub_stochastic:
+        raise ValueError(f"rows must be rows of 3 non-negative weights summing to at most 1, shape (n, 3); "
+                         f"got shape {np.shape(rows)}: {report}")
+    centre = np.full(3, 1 / 3)
+    labels = [None] * len(a) if labels is None else labels
+    for row, label in zip(a, labels):
+        mass = row.sum()
+        corners = simplex_coordinates(mass * np.eye(3) + (1 - mass) * centre)  # the rows of this mass
+        ax.fill(*corners.T, facecolor="none", edgecolor=color, linestyle="--", linewidth=0.8)
+        ax.plot(*simplex_coordinates(row + (1 - mass) * centre), "s", color=color, ms=5)
+        if label is not None:
+            ax.annotate(label, corners[2], xytext=(9, -10), textcoords="offset points", fontsize=8,
+                        color=color, bbox=dict(facecolor="white", edgecolor="none", pad=0.5))
+    return ax
+
+
 def stacked_axes(n, height=3.0, width=FIGURE_WIDTH, **subplots_kw):
     """A figure with n panels stacked vertically: returns (fig, axes), axes a list of n Axes.
 

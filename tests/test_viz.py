@@ -125,3 +125,29 @@ def test_tile_order_numbers_computed_tiles_and_hatches_skipped_ones():
     assert [(p.get_x(), p.get_y()) for p in skipped] == [(2, 0)]
     bottom, top = ax.get_ylim()
     assert top < bottom  # first query at the top
+
+
+def test_sub_stochastic_rows_are_projected_inside_their_shrunk_triangle():
+    rows = attncore.softmax_one(np.array([[1.0, 0.6, -0.2], [-2.0, -2.4, -3.2]]))
+    ax = viz.plot_simplex(np.full((1, 3), 1 / 3))
+    before = len(ax.lines)
+    viz.plot_sub_stochastic(rows, ax, labels=["a", "b"])
+    points = [line.get_xydata()[0] for line in ax.lines[before:]]
+    for row, point in zip(rows, points):
+        mass = row.sum()
+        np.testing.assert_allclose(point, viz.simplex_coordinates(row + (1 - mass) / 3))
+    dashed = [p for p in ax.patches if p.get_linestyle() == "--"]
+    assert len(dashed) == 2
+    centre = viz.simplex_coordinates(np.full(3, 1 / 3))
+    side = np.linalg.norm(dashed[1].get_xy()[1] - dashed[1].get_xy()[0])
+    assert np.isclose(side, rows[1].sum())  # the unit triangle shrunk by the row's mass
+    assert np.allclose(dashed[1].get_xy()[:3].mean(axis=0), centre)
+    assert [t.get_text() for t in ax.texts][-2:] == ["a", "b"]
+
+
+def test_sub_stochastic_refuses_rows_above_one_and_other_shapes():
+    ax = viz.plot_simplex(np.full((1, 3), 1 / 3))
+    with pytest.raises(ValueError, match=r"summing to at most 1, shape \(n, 3\); got shape \(1, 3\)"):
+        viz.plot_sub_stochastic(np.array([[0.6, 0.6, 0.1]]), ax)
+    with pytest.raises(ValueError, match=r"got shape \(1, 4\)"):
+        viz.plot_sub_stochastic(np.full((1, 4), 0.2), ax)
