@@ -136,4 +136,28 @@ def attention_weights(Q, K):
     positive = np.maximum(S, 0)  # weights cannot be negative
     return positive / positive.sum(axis=1, keepdims=True)
 '''),
+    # missing or wrong scale, outside attention_scores
+    Wrong("attention", "missing or wrong scale", '''
+def attention(Q, K, V):
+    A = softmax(Q @ K.T, axis=-1)
+    return A @ V
+'''),
+    Wrong("attention", "missing or wrong scale", '''
+def attention(Q, K, V):
+    d_v = V.shape[-1]
+    A = softmax(Q @ K.T / np.sqrt(d_v), axis=-1)
+    return A @ V
+'''),
+    Wrong("attention", "missing or wrong scale", '''
+def attention(Q, K, V):
+    # scale the scores before the softmax
+    scores = attention_scores(Q, K) / np.sqrt(Q.shape[1])
+    return softmax(scores, axis=-1) @ V
+'''),
+    Wrong("attention", "missing or wrong scale", '''
+def attention(Q, K, V):
+    n_keys = K.shape[0]
+    weights = softmax(Q @ K.T / np.sqrt(n_keys), axis=-1)
+    return weights @ V
+'''),
 ]

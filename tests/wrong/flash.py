@@ -175,7 +175,7 @@ def flash_attention(Q, K, V, block_size):
     return out
 '''),
     # dividing by l inside the loop
-    Wrong("flash_attention", "dividing by l inside the loop", '''
+    Wrong("flash_attention", "normalised per tile instead of once at the end", '''
 def flash_attention(Q, K, V, block_size):
     T_q, d = Q.shape
     out = np.zeros((T_q, V.shape[1]))
@@ -216,7 +216,7 @@ def flash_attention(Q, K, V, block_size):
     return out
 '''),
     # unstable softmax (overflow)
-    Wrong("online_softmax_stats", "unstable softmax (overflow)", '''
+    Wrong("online_softmax_stats", "no maximum subtracted in the tiles", '''
 def online_softmax_stats(x, block_size):
     m = np.full(x.shape[0], -np.inf)
     total = np.zeros(x.shape[0])
@@ -286,8 +286,8 @@ def online_softmax_stats(x, block_size):
         m = m_new
     return m, l
 '''),
-    # NaN or inf in the output
-    Wrong("flash_attention", "NaN or inf in the output", '''
+    # no maximum subtracted: exp(m) of a raw maximum
+    Wrong("flash_attention", "no maximum subtracted in the tiles", '''
 def flash_attention(Q, K, V, block_size):
     T_q, d = Q.shape
     out = np.zeros((T_q, V.shape[1]))
@@ -306,5 +306,213 @@ def flash_attention(Q, K, V, block_size):
             m = m_new
         out[q0:q0 + block_size] = acc / l[:, None]
     return out
+'''),
+    # no maximum subtracted in the tiles
+    Wrong("flash_attention", "no maximum subtracted in the tiles", '''
+def flash_attention(Q, K, V, block_size):
+    T_q, d = Q.shape
+    out = np.zeros((T_q, V.shape[1]))
+    for q0 in range(0, T_q, block_size):
+        q = Q[q0:q0 + block_size]
+        l = np.zeros(len(q))
+        acc = np.zeros((len(q), V.shape[1]))
+        for k0 in range(0, K.shape[0], block_size):
+            p = np.exp(q @ K[k0:k0 + block_size].T / np.sqrt(d))   # no max needed: we divide by l
+            l += p.sum(axis=1)
+            acc += p @ V[k0:k0 + block_size]
+        out[q0:q0 + block_size] = acc / l[:, None]
+    return out
+'''),
+    Wrong("flash_attention", "no maximum subtracted in the tiles", '''
+def flash_attention(Q, K, V, block_size):
+    out = np.empty((Q.shape[0], V.shape[1]))
+    scale = Q.shape[1] ** -0.5
+    for q0 in range(0, Q.shape[0], block_size):
+        num, den = 0.0, 0.0
+        for k0 in range(0, K.shape[0], block_size):
+            w = np.exp(scale * Q[q0:q0 + block_size] @ K[k0:k0 + block_size].T)
+            num = num + w @ V[k0:k0 + block_size]
+            den = den + w.sum(axis=1, keepdims=True)
+        out[q0:q0 + block_size] = num / den
+    return out
+'''),
+    # rescale factor upside down
+    Wrong("flash_attention", "rescale factor upside down", '''
+def flash_attention(Q, K, V, block_size):
+    T_q, d = Q.shape
+    out = np.zeros((T_q, V.shape[1]))
+    for q0 in range(0, T_q, block_size):
+        q = Q[q0:q0 + block_size]
+        m = np.full(len(q), -np.inf)
+        l = np.zeros(len(q))
+        acc = np.zeros((len(q), V.shape[1]))
+        for k0 in range(0, K.shape[0], block_size):
+            s = q @ K[k0:k0 + block_size].T / np.sqrt(d)
+            m_new = np.maximum(m, s.max(axis=1))
+            alpha = np.exp(m_new - m)
+            p = np.exp(s - m_new[:, None])
+            l = alpha * l + p.sum(axis=1)
+            acc = alpha[:, None] * acc + p @ V[k0:k0 + block_size]
+            m = m_new
+        out[q0:q0 + block_size] = acc / l[:, None]
+    return out
+'''),
+    Wrong("flash_attention", "rescale factor upside down", '''
+def flash_attention(Q, K, V, block_size):
+    T_q, d = Q.shape
+    out = np.zeros((T_q, V.shape[1]))
+    for q0 in range(0, T_q, block_size):
+        q = Q[q0:q0 + block_size]
+        m = np.full(len(q), -np.inf)
+        l = np.zeros(len(q))
+        acc = np.zeros((len(q), V.shape[1]))
+        for k0 in range(0, K.shape[0], block_size):
+            s = q @ K[k0:k0 + block_size].T / np.sqrt(d)
+            m_new = np.maximum(m, s.max(axis=1))
+            alpha = np.where(np.isinf(m), 1.0, np.exp(m_new - m))   # first tile: nothing to rescale
+            p = np.exp(s - m_new[:, None])
+            l = alpha * l + p.sum(axis=1)
+            acc = alpha[:, None] * acc + p @ V[k0:k0 + block_size]
+            m = m_new
+        out[q0:q0 + block_size] = acc / l[:, None]
+    return out
+'''),
+    Wrong("online_softmax_stats", "rescale factor upside down", '''
+def online_softmax_stats(x, block_size):
+    m = np.full(x.shape[0], -np.inf)
+    l = np.zeros(x.shape[0])
+    for k0 in range(0, x.shape[1], block_size):
+        tile = x[:, k0:k0 + block_size]
+        m_new = np.maximum(m, tile.max(axis=1))
+        l = l * np.exp(m_new - m) + np.exp(tile - m_new[:, None]).sum(axis=1)
+        m = m_new
+    return m, l
+'''),
+    # normalised per tile instead of once at the end
+    Wrong("flash_attention", "normalised per tile instead of once at the end", '''
+def flash_attention(Q, K, V, block_size):
+    T_q, d = Q.shape
+    out = np.zeros((T_q, V.shape[1]))
+    for q0 in range(0, T_q, block_size):
+        q = Q[q0:q0 + block_size]
+        for k0 in range(0, K.shape[0], block_size):
+            s = q @ K[k0:k0 + block_size].T / np.sqrt(d)
+            p = np.exp(s - s.max(axis=1, keepdims=True))
+            p = p / p.sum(axis=1, keepdims=True)       # softmax of this tile
+            out[q0:q0 + block_size] += p @ V[k0:k0 + block_size]
+    return out
+'''),
+    Wrong("flash_attention", "normalised per tile instead of once at the end", '''
+def flash_attention(Q, K, V, block_size):
+    T_q, d = Q.shape
+    out = np.zeros((T_q, V.shape[1]))
+    n_tiles = 0
+    for k0 in range(0, K.shape[0], block_size):
+        n_tiles += 1
+        for q0 in range(0, T_q, block_size):
+            s = Q[q0:q0 + block_size] @ K[k0:k0 + block_size].T / np.sqrt(d)
+            w = np.exp(s - s.max(axis=1, keepdims=True))
+            w /= w.sum(axis=1, keepdims=True)
+            out[q0:q0 + block_size] += w @ V[k0:k0 + block_size]
+    return out / n_tiles                                 # average of the tiles
+'''),
+    # exp2 instead of exp
+    Wrong("flash_attention", "exp2 instead of exp", '''
+def flash_attention(Q, K, V, block_size):
+    T_q, d = Q.shape
+    out = np.zeros((T_q, V.shape[1]))
+    for q0 in range(0, T_q, block_size):
+        q = Q[q0:q0 + block_size]
+        m = np.full(len(q), -np.inf)
+        l = np.zeros(len(q))
+        acc = np.zeros((len(q), V.shape[1]))
+        for k0 in range(0, K.shape[0], block_size):
+            s = q @ K[k0:k0 + block_size].T / np.sqrt(d)
+            m_new = np.maximum(m, s.max(axis=1))
+            alpha = np.exp2(m - m_new)          # exp2 is cheaper, as in Triton
+            p = np.exp2(s - m_new[:, None])
+            l = alpha * l + p.sum(axis=1)
+            acc = alpha[:, None] * acc + p @ V[k0:k0 + block_size]
+            m = m_new
+        out[q0:q0 + block_size] = acc / l[:, None]
+    return out
+'''),
+    Wrong("online_softmax_stats", "exp2 instead of exp", '''
+def online_softmax_stats(x, block_size):
+    m = np.full(x.shape[0], -np.inf)
+    l = np.zeros(x.shape[0])
+    for k0 in range(0, x.shape[1], block_size):
+        tile = x[:, k0:k0 + block_size]
+        m_new = np.maximum(m, tile.max(axis=1))
+        l = l * 2.0 ** (m - m_new) + (2.0 ** (tile - m_new[:, None])).sum(axis=1)
+        m = m_new
+    return m, l
+'''),
+    Wrong("row_from_lse", "exp2 instead of exp", '''
+def row_from_lse(q, K, lse):
+    return np.exp2(K @ q / np.sqrt(q.shape[0]) - lse)
+'''),
+    # missing or wrong scale: sqrt(d_v), sqrt(T_k), twice
+    Wrong("flash_attention", "missing or wrong scale", '''
+def flash_attention(Q, K, V, block_size):
+    T_q, d = Q.shape
+    out = np.zeros((T_q, V.shape[1]))
+    for q0 in range(0, T_q, block_size):
+        q = Q[q0:q0 + block_size]
+        m = np.full(len(q), -np.inf)
+        l = np.zeros(len(q))
+        acc = np.zeros((len(q), V.shape[1]))
+        for k0 in range(0, K.shape[0], block_size):
+            s = q @ K[k0:k0 + block_size].T / np.sqrt(V.shape[1])
+            m_new = np.maximum(m, s.max(axis=1))
+            alpha = np.exp(m - m_new)
+            p = np.exp(s - m_new[:, None])
+            l = alpha * l + p.sum(axis=1)
+            acc = alpha[:, None] * acc + p @ V[k0:k0 + block_size]
+            m = m_new
+        out[q0:q0 + block_size] = acc / l[:, None]
+    return out
+'''),
+    Wrong("flash_attention", "missing or wrong scale", '''
+def flash_attention(Q, K, V, block_size):
+    T_q, d = Q.shape
+    out = np.zeros((T_q, V.shape[1]))
+    for q0 in range(0, T_q, block_size):
+        q = Q[q0:q0 + block_size]
+        m = np.full(len(q), -np.inf)
+        l = np.zeros(len(q))
+        acc = np.zeros((len(q), V.shape[1]))
+        for k0 in range(0, K.shape[0], block_size):
+            s = q @ K[k0:k0 + block_size].T / np.sqrt(K.shape[0])
+            m_new = np.maximum(m, s.max(axis=1))
+            alpha = np.exp(m - m_new)
+            p = np.exp(s - m_new[:, None])
+            l = alpha * l + p.sum(axis=1)
+            acc = alpha[:, None] * acc + p @ V[k0:k0 + block_size]
+            m = m_new
+        out[q0:q0 + block_size] = acc / l[:, None]
+    return out
+'''),
+    Wrong("row_from_lse", "missing or wrong scale", '''
+def row_from_lse(q, K, lse):
+    T_k = K.shape[0]
+    return np.exp(K @ q / np.sqrt(T_k) - lse)
+'''),
+    Wrong("row_from_lse", "missing or wrong scale", '''
+def row_from_lse(q, K, lse):
+    q = q / np.sqrt(len(q))              # scale the query ...
+    s = K @ q / np.sqrt(len(q))          # ... and the scores
+    return np.exp(s - lse)
+'''),
+    # no maximum subtracted (online statistics)
+    Wrong("online_softmax_stats", "no maximum subtracted in the tiles", '''
+def online_softmax_stats(x, block_size):
+    total = np.zeros(x.shape[0])
+    m = np.full(x.shape[0], -np.inf)
+    for k0 in range(0, x.shape[1], block_size):
+        tile = x[:, k0:k0 + block_size]
+        total = total + np.exp(tile).sum(axis=1)
+        m = np.maximum(m, tile.max(axis=1))
+    return m, total * np.exp(-m)
 '''),
 ]

@@ -171,4 +171,43 @@ def kv_cache_bytes(n_layers, n_kv_heads, head_dim, seq_len, batch, bytes_per_val
     per_sequence = 2 * n_layers * n_kv_heads * head_dim * seq_len * bytes_per_value
     return per_sequence
 '''),
+    # group size computed as n_kv_heads // n_q_heads
+    Wrong("kv_head_for", "group size computed as n_kv_heads // n_q_heads", '''
+def kv_head_for(q_head, n_q_heads, n_kv_heads):
+    group = n_kv_heads // n_q_heads
+    return q_head // group
+'''),
+    Wrong("kv_head_for", "group size computed as n_kv_heads // n_q_heads", '''
+def kv_head_for(q_head, n_q_heads, n_kv_heads):
+    heads_per_group = n_kv_heads / n_q_heads
+    return int(q_head // heads_per_group)
+'''),
+    Wrong("grouped_query_attention", "group size computed as n_kv_heads // n_q_heads", '''
+def grouped_query_attention(Q, K, V):
+    H_q, T_q, d = Q.shape
+    G = K.shape[0] // H_q          # heads per group
+    out = np.zeros((H_q, T_q, V.shape[-1]))
+    for h in range(H_q):
+        j = h // G
+        out[h] = softmax(Q[h] @ K[j].T / np.sqrt(d)) @ V[j]
+    return out
+'''),
+    # missing or wrong scale: sqrt(d_v), and applied twice
+    Wrong("grouped_query_attention", "missing or wrong scale", '''
+def grouped_query_attention(Q, K, V):
+    H_q, T_q, d = Q.shape
+    d_v = V.shape[-1]
+    out = np.empty((H_q, T_q, d_v))
+    for h in range(H_q):
+        j = kv_head_for(h, H_q, K.shape[0])
+        out[h] = softmax(Q[h] @ K[j].T / np.sqrt(d_v)) @ V[j]
+    return out
+'''),
+    Wrong("grouped_query_attention", "missing or wrong scale", '''
+def grouped_query_attention(Q, K, V):
+    H_q, T_q, d = Q.shape
+    G = H_q // K.shape[0]
+    Kr = np.repeat(K, G, axis=0) / np.sqrt(d)   # scaled keys
+    return softmax(Q @ np.swapaxes(Kr, 1, 2) / np.sqrt(d)) @ np.repeat(V, G, axis=0)
+'''),
 ]

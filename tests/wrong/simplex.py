@@ -10,7 +10,7 @@ def softmax(scores):
     e = np.exp(shifted)
     return e / e.sum(axis=0, keepdims=True)
 '''),
-    Wrong("softmax", "softmax over the wrong axis", '''
+    Wrong("softmax", "your code assumes 2-D input", '''
 def softmax(scores):
     # axis 1 = across the columns of each row
     m = np.max(scores, axis=1, keepdims=True)
@@ -100,7 +100,7 @@ def softmax(scores):
     e = np.exp(scores - m)
     return e / e.sum(axis=-1, keepdims=True)
 '''),
-    Wrong("softmax", "NaN or inf in the output", '''
+    Wrong("softmax", "minimum subtracted instead of the maximum", '''
 def softmax(scores):
     low = np.min(scores, axis=-1, keepdims=True)
     e = np.exp(scores - low)  # every exponent >= 0, so nothing underflows to 0
@@ -188,5 +188,53 @@ def is_row_stochastic(W, atol=1e-6):
     row_sums = W.sum(axis=-1)
     bad = np.any(W < 0) or np.any(W > 1) or np.any(np.abs(row_sums - 1) > atol)
     return not bad
+'''),
+    # softmax over the wrong axis, in a loop over columns
+    Wrong("softmax", "softmax over the wrong axis", '''
+def softmax(scores):
+    out = np.empty_like(scores)
+    for j in range(scores.shape[-1]):
+        col = scores[..., j]
+        e = np.exp(col - col.max(axis=0))
+        out[..., j] = e / e.sum(axis=0)
+    return out
+'''),
+    # NaN or inf in the output: shifted by the mean
+    Wrong("softmax", "NaN or inf in the output", '''
+def softmax(scores):
+    centred = scores - scores.mean(axis=-1, keepdims=True)
+    e = np.exp(centred)
+    return e / e.sum(axis=-1, keepdims=True)
+'''),
+    # your code assumes 2-D input
+    Wrong("softmax", "your code assumes 2-D input", '''
+def softmax(scores):
+    rows, cols = scores.shape
+    out = np.zeros((rows, cols), dtype=scores.dtype)
+    for i in range(rows):
+        e = np.exp(scores[i] - scores[i].max())
+        out[i] = e / e.sum()
+    return out
+'''),
+    Wrong("softmax", "your code assumes 2-D input", '''
+def softmax(scores):
+    m = scores.max(axis=-1)[:, None]
+    e = np.exp(scores - m)
+    return e / e.sum(axis=-1)[:, None]
+'''),
+    Wrong("is_row_stochastic", "your code assumes 2-D input", '''
+def is_row_stochastic(W, atol=1e-6):
+    W = np.atleast_2d(W)
+    n_rows, n_cols = W.shape
+    if not np.all(np.isfinite(W)) or np.any(W < 0) or np.any(W > 1):
+        return False
+    return all(abs(W[i, :].sum() - 1) <= atol for i in range(n_rows))
+'''),
+    # minimum subtracted instead of the maximum
+    Wrong("softmax", "minimum subtracted instead of the maximum", '''
+def softmax(scores):
+    e = np.exp(scores - np.amin(scores, axis=-1, keepdims=True))
+    total = np.sum(e, axis=-1, keepdims=True)
+    return e / total
 '''),
 ]

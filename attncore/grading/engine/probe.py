@@ -2,10 +2,11 @@
 
 A FunctionSpec holds, for one graded function, the reference implementation,
 suites of input cases (ordered from the smallest input to the hardest) and the
-catalogue of misconceptions. A misconception is recognised either by a wrong
-implementation written as a learner would write it (the learner's output
-matches it on an input where it differs from the reference) or by a detector
-that inspects the output (for example, the effective scale factor used).
+catalogue of misconceptions. A misconception is recognised by its variants, wrong
+implementations written as a learner with that mistake writes them (the learner's
+output matches one on an input where it differs from the reference, or the learner's
+function raises what a variant raises), or by an analytic detector that inspects the
+output (the effective scale factor, the pattern of damage in the rows).
 """
 import contextlib
 import copy
@@ -47,16 +48,53 @@ class Case:
 
 @dataclass(frozen=True)
 class Misconception:
-    """A named mistake: a wrong implementation or a detector, and how to fix it.
+    """A named mistake, how to recognise it, and how to fix it.
 
-    wrong(*args) returns what a function with this mistake returns.
-    detect(args, got, expected) returns a detail string when the mistake is present.
+    variants: wrong implementations, with the graded function's parameters, as learners
+    with this mistake write them; a variant returns None where it does not apply.
+    detail: what to add when variant i matched: a string, one string per variant, or a
+    function (arguments, i) -> string.
+    detect(arguments, got, expected) -> detail string or None: an analytic detector, for
+    mistakes that no short list of variants covers (a fitted scale, a damage pattern).
+    on_error(arguments, error_type, error_message) -> detail string or None: recognises
+    the mistake from what the learner's function raised, beyond what variants raise.
+    finite: a variant whose output has no finite entry never matches (an all-inf result
+    says "overflow", not which formula overflowed).
     """
 
     name: str
     fix: str
-    wrong: Callable | None = None
+    variants: tuple = ()
+    detail: str | list | Callable = ""
     detect: Callable | None = None
+    on_error: Callable | None = None
+    finite: bool = False
+
+    def recognise(self, arguments, got, expected, rtol=None):
+        """A detail string when the learner's output shows this mistake, else None."""
+        for index, variant in enumerate(self.variants):
+            if _shows(variant, arguments, got, expected, rtol, self.finite):
+                return self._detail(arguments, index)
+        if self.detect is not None:
+            with np.errstate(all="ignore"), contextlib.suppress(Exception):
+                return self.detect(copy.deepcopy(arguments), got, expected)
+        return None
+
+    def raises_alike(self, arguments, error_type, error_message):
+        """A detail string when a variant raises exactly what the learner's function raised."""
+        for index, variant in enumerate(self.variants):
+            try:
+                with np.errstate(all="ignore"):
+                    variant(*copy.deepcopy(arguments).values())
+            except Exception as wrong_error:
+                if type(wrong_error).__name__ == error_type and str(wrong_error) == error_message:
+                    return self._detail(arguments, index)
+        return None
+
+    def _detail(self, arguments, index):
+        if callable(self.detail):
+            return self.detail(arguments, index)
+        return self.detail[index] if isinstance(self.detail, (list, tuple)) else self.detail
 
 
 @dataclass(frozen=True)
@@ -174,13 +212,32 @@ def _raised(spec, case, pristine, error_type, error_message):
         return (f"{spec.name}: you called {error_message}, which this exercise does not allow (it "
                 f"is what you are asked to write, or it would do the work for you). Use NumPy "
                 f"and the helpers the exercise allows instead.")
-    alike = [m for m in spec.misconceptions if _raises_alike(m, pristine, error_type, error_message)]
-    named = alike[0] if len(alike) == 1 else None
+    named, detail = recognise_error(spec, pristine, error_type, error_message)
     raised = f"your function raised {error_type}: {error_message}"
+    detail = "\n".join(filter(None, [raised, detail])) if named else ""
     return message(spec.name, named.name if named else raised, case.description, pristine,
-                   detail=raised if named else "", show_values=False,
+                   detail=detail, show_values=False,
                    fix=named.fix if named else "run it on the input above in a cell of your own "
                                                "and read the traceback.")
+
+
+def recognise_error(spec, arguments, error_type, error_message):
+    """(misconception, detail) that explains an error, or (None, "").
+
+    A variant that raises exactly the same error names its mistake when it is the only
+    one that does; otherwise the first misconception whose on_error recognises it.
+    """
+    alike = [(m, d) for m in spec.misconceptions
+             for d in [m.raises_alike(arguments, error_type, error_message)] if d is not None]
+    if len(alike) == 1:
+        return alike[0]
+    for misconception in spec.misconceptions:
+        if misconception.on_error is not None:
+            with contextlib.suppress(Exception):
+                detail = misconception.on_error(arguments, error_type, error_message)
+                if detail is not None:
+                    return misconception, detail
+    return None, ""
 
 
 def _diagnose(spec, case, pristine, outcome, expected):
@@ -225,48 +282,22 @@ def _diagnose(spec, case, pristine, outcome, expected):
     if correct:
         return None
     for misconception in spec.misconceptions:
-        detail = _recognise(misconception, pristine, got, expected, spec.rtol)
+        detail = misconception.recognise(pristine, got, expected, spec.rtol)
         if detail is not None:
             return misconception.name, detail, misconception.fix
     return _generic(got, expected)
 
 
-def shows(wrong, arguments, got, expected, rtol=None, finite=False):
-    """Does got equal wrong(*arguments), on an input where that differs from expected?
-
-    With finite=True a wrong output with no finite entry never matches: an all-inf
-    result says "overflow", not which formula overflowed.
-    """
+def _shows(variant, arguments, got, expected, rtol=None, finite=False):
+    """Does got equal variant(*arguments), on an input where that differs from expected?"""
     try:
         with np.errstate(all="ignore"):
-            output = wrong(*copy.deepcopy(arguments).values())
-            if finite and not np.isfinite(np.asarray(output, dtype=float)).any():
+            output = variant(*copy.deepcopy(arguments).values())
+            if output is None or (finite and not np.isfinite(np.asarray(output, float)).any()):
                 return False
     except Exception:  # this wrong implementation cannot even run on the input
         return False
     return same(got, output, rtol) and not same(expected, output, rtol)
-
-
-def _recognise(misconception, arguments, got, expected, rtol):
-    """A detail string when the learner's output shows this misconception, else None."""
-    if misconception.wrong is not None and shows(misconception.wrong, arguments, got, expected, rtol):
-        return ""
-    if misconception.detect is not None:
-        with np.errstate(all="ignore"), contextlib.suppress(Exception):
-            return misconception.detect(copy.deepcopy(arguments), got, expected)
-    return None
-
-
-def _raises_alike(misconception, arguments, error_type, error_message):
-    """Does this misconception's wrong implementation fail the same way on these arguments?"""
-    if misconception.wrong is None:
-        return False
-    try:
-        with np.errstate(all="ignore"):
-            misconception.wrong(*copy.deepcopy(arguments).values())
-    except Exception as wrong_error:
-        return type(wrong_error).__name__ == error_type and str(wrong_error) == error_message
-    return False
 
 
 def _generic(got, expected):

@@ -3,7 +3,7 @@ import numpy as np
 
 import attncore
 
-from ..probe import Misconception, shows
+from ..probe import Misconception
 
 
 def arrays(seed, *shapes, dtype=np.float64, scale=1.0):
@@ -23,6 +23,11 @@ def naive_softmax(x, axis=-1):
     return np.exp(x) / np.exp(x).sum(axis=axis, keepdims=True)
 
 
+def min_softmax(x, axis=-1):
+    e = np.exp(x - x.min(axis=axis, keepdims=True))
+    return e / e.sum(axis=axis, keepdims=True)
+
+
 def global_max_softmax(x, axis=-1):
     e = np.exp(x - x.max())
     return e / e.sum(axis=axis, keepdims=True)
@@ -34,6 +39,11 @@ WRONG_AXIS_FIX = ("normalise over the keys, the last axis: every ROW (one query)
 UNSTABLE = "unstable softmax (overflow)"
 UNSTABLE_FIX = ("subtract each row's maximum before exp: softmax(x) = softmax(x - max(x)), "
                 "so the largest exponent is exp(0) = 1 and nothing overflows.")
+MIN_SUBTRACTED = "minimum subtracted instead of the maximum"
+MIN_SUBTRACTED_FIX = ("subtract each row's MAXIMUM, x.max(axis=-1, keepdims=True): then every "
+                      "exponent is <= 0 and the largest is exp(0) = 1. After subtracting the "
+                      "minimum every exponent is >= 0, and a row whose scores spread over more "
+                      "than about 709 (88 in float32) overflows.")
 GLOBAL_MAX = "a global instead of per-row maximum"
 GLOBAL_MAX_FIX = ("take the maximum of each row (x.max(axis=-1, keepdims=True)), not of the "
                   "whole array: a row far below the global maximum underflows to 0/0.")
@@ -44,12 +54,31 @@ TRANSPOSED_FIX = ("rows are queries and columns are keys: the scores are Q @ K.T
                   "(T_q, T_k)), not K @ Q.T.")
 
 
-def describe_factor(c, d_k):
-    """Name a scale factor c in terms of d_k."""
-    names = {1.0: "no scale at all", 1 / d_k: "1/d_k", np.sqrt(d_k): "sqrt(d_k)",
-             1 / np.sqrt(d_k): "1/sqrt(d_k)", float(d_k): "d_k"}
-    name = next((n for v, n in names.items() if np.isclose(c, v, rtol=1e-3)), None)
-    return f"{c:.4g}" + (f" ({name})" if name else "")
+def _dims(arguments):
+    """(d_k, d_v, T_k) of the arguments (Q, K, V, ...) or (q, K, lse); d_v None without V."""
+    values = [*arguments.values(), None]
+    keys, third = values[1], values[2]
+    d_v = third.shape[-1] if isinstance(third, np.ndarray) and third.ndim >= 2 else None
+    return keys.shape[-1], d_v, keys.shape[-2]
+
+
+# The scale factors learners use instead of 1/sqrt(d_k): (name, factor(d_k, d_v, T_k)).
+WRONG_SCALES = (
+    ("no scale at all", lambda d_k, d_v, t_k: 1.0),
+    ("1/d_k: the 1/sqrt(d_k) applied twice", lambda d_k, d_v, t_k: 1 / d_k),
+    ("sqrt(d_k): multiplied instead of divided", lambda d_k, d_v, t_k: np.sqrt(d_k)),
+    ("1/sqrt(d_v): the size of the values, not of the keys",
+     lambda d_k, d_v, t_k: d_v and 1 / np.sqrt(d_v)),
+    ("1/sqrt(T_k): the number of keys, not their size", lambda d_k, d_v, t_k: 1 / np.sqrt(t_k)),
+)
+
+
+def describe_factor(c, arguments):
+    """'0.25 (1/d_k: ...)': a scale factor and the names of the wrong scales it equals."""
+    dims = _dims(arguments)
+    names = [name for name, factor in WRONG_SCALES
+             if factor(*dims) and np.isclose(c, factor(*dims), rtol=1e-3)]
+    return f"{c:.4g}" + (f" ({' or '.join(names)})" if names else "")
 
 
 def effective_scale(raw_scores, got_scores):
@@ -71,62 +100,90 @@ def softmax_scale(raw_scores, weights):
     return effective_scale(diff, log_ratio)
 
 
-def scale_misconception(raw_of, to_scores):
-    """SCALE detector: raw_of(args) = Q K^T; to_scores(got) recovers the learner's scores' scale."""
+def scale_misconception(with_scale=None, fit=None, fix=SCALE_FIX):
+    """SCALE: the learner's scores are Q K^T times a factor c other than 1/sqrt(d_k).
 
-    def detect(args, got, expected):
-        raw = raw_of(args)
-        d_k = next(iter(args.values())).shape[-1]
-        c = to_scores(raw, got)
-        if c is None or np.isclose(c, 1 / np.sqrt(d_k), rtol=1e-3):
-            return None
-        return (f"Your scores are Q K^T times {describe_factor(c, d_k)}; with d_k = {d_k} the "
-                f"scale must be 1/sqrt(d_k) = {1 / np.sqrt(d_k):.4g}.")
+    Either fit(arguments, got) -> c recovers c from the output (scores, weights), or
+    with_scale(c) is the graded function computed with scores times c, tried for each of
+    WRONG_SCALES. The feedback reports the effective factor and names it.
+    """
+    def report(arguments, c):
+        d_k = _dims(arguments)[0]
+        return (f"Your scores are Q K^T times {describe_factor(c, arguments)}; with "
+                f"d_k = {d_k} the scale is 1/sqrt(d_k) = {1 / np.sqrt(d_k):.4g}.")
 
-    return Misconception(SCALE, SCALE_FIX, detect=detect)
+    def detect(arguments, got, expected):
+        c = fit(arguments, got)
+        d_k = _dims(arguments)[0]
+        return None if c is None or np.isclose(c, 1 / np.sqrt(d_k), rtol=1e-3) else report(
+            arguments, c)
+
+    def variant(factor):
+        def run(*values):
+            c = factor(*_dims(dict(enumerate(values))))
+            return with_scale(c)(*values) if c else None
+        return run
+
+    if fit is not None:
+        return Misconception(SCALE, fix, detect=detect)
+    return Misconception(
+        SCALE, fix, variants=tuple(variant(factor) for _, factor in WRONG_SCALES), finite=True,
+        detail=lambda arguments, i: report(arguments, WRONG_SCALES[i][1](*_dims(arguments))))
 
 
-def softmax_misconceptions(apply):
-    """The softmax mistakes, each as a wrong implementation: apply(softmax_fn) builds it."""
+def softmax_misconceptions(apply, axes=(0,)):
+    """The softmax mistakes, each as a wrong implementation: apply(softmax_fn) builds it;
+    axes: the wrong axes a learner may normalise over."""
     return [
-        Misconception(WRONG_AXIS, WRONG_AXIS_FIX, wrong=apply(lambda x: attncore.softmax(x, axis=0))),
-        Misconception(UNSTABLE, UNSTABLE_FIX, wrong=apply(naive_softmax)),
-        Misconception(GLOBAL_MAX, GLOBAL_MAX_FIX, wrong=apply(global_max_softmax)),
+        Misconception(WRONG_AXIS, WRONG_AXIS_FIX, variants=tuple(
+            apply(lambda x, a=a: attncore.softmax(x, axis=a)) for a in axes)),
+        Misconception(MIN_SUBTRACTED, MIN_SUBTRACTED_FIX, variants=(apply(min_softmax),)),
+        Misconception(UNSTABLE, UNSTABLE_FIX, variants=(apply(naive_softmax),)),
+        Misconception(GLOBAL_MAX, GLOBAL_MAX_FIX, variants=(apply(global_max_softmax),)),
     ]
 
 
-def matching(*variants, detail="", finite=False):
-    """A detector for Misconception(detect=...) built from several wrong implementations.
+def along_other_axes(function):
+    """Variants: function(x, axis=a) for a = 0, 1, 2 where a is not the last axis of x."""
+    return tuple(lambda x, *rest, a=a: function(x, axis=a) if a < np.ndim(x) - 1 else None
+                 for a in (0, 1, 2))
 
-    It fires when the learner's output equals variant(*args) for one of the variants
-    (tried in order) and that variant's output is not the expected one. detail is a
-    string, or a function (args, index of the matching variant) -> string. With
-    finite=True a variant whose output has no finite entry is skipped: an all-inf
-    result says "overflow", not which formula overflowed.
+
+def along_axis_detail(what):
+    """The detail for along_other_axes: which axis the learner's result was taken along."""
+    return lambda arguments, a: (f"Your result is {what} along axis {a} of an input of shape "
+                                 f"{np.shape(next(iter(arguments.values())))}, not along the "
+                                 f"rows (the last axis).")
+
+
+TWO_D = "your code assumes 2-D input"
+TWO_D_FIX = ("write the function for any number of leading axes, (..., n): reduce with "
+             "axis=-1 and keepdims=True, index the last axis with [..., j] or x[..., None], "
+             "and do not unpack x.shape into two names or loop over x as rows.")
+
+
+def two_d_only(along_axis_1=None):
+    """TWO_D: code written for 2-D input, given an input with more axes.
+
+    along_axis_1 (optional) is the graded function taken along axis 1 (the last axis of a
+    2-D array, not of a 3-D one); errors that such code raises on an input with three or
+    more axes (a shape that does not unpack or broadcast, an index too many) are
+    recognised too.
     """
-    def detect(args, got, expected):
-        for index, variant in enumerate(variants):
-            if shows(variant, args, got, expected, finite=finite):
-                return detail(args, index) if callable(detail) else detail
-        return None
+    def on_error(arguments, error_type, error_message):
+        shape = np.shape(next(iter(arguments.values())))
+        if len(shape) < 3 or error_type not in ("ValueError", "IndexError", "AxisError"):
+            return None
+        return (f"The input has shape {shape}: {len(shape)} axes. Code written for a 2-D "
+                f"(T_q, T_k) array (two names unpacked from x.shape, x[:, None], axis=1, a loop "
+                f"over the rows) breaks on it.")
 
-    return detect
+    def variant(x, *rest):
+        return along_axis_1(x, *rest) if np.ndim(x) >= 3 else None
 
-
-def other_axes(reference, what):
-    """A detector: the learner's output is reference(x, axis=a) for an axis a other than the last.
-
-    reference takes the first argument of the case and an axis; what names it in the detail.
-    """
-
-    def detect(args, got, expected):
-        x = next(iter(args.values()))
-        axes = list(range(np.ndim(x) - 1))
-        return matching(
-            *[lambda x, a=a: reference(x, axis=a) for a in axes],
-            detail=lambda args, i: (f"Your result is {what} along axis {axes[i]} of an input "
-                                    f"of shape {np.shape(x)}, not along the rows (the last "
-                                    f"axis)."),
-        )(args, got, expected)
-
-    return detect
+    return Misconception(
+        TWO_D, TWO_D_FIX, variants=(variant,) if along_axis_1 else (), on_error=on_error,
+        detail=lambda arguments, i: (
+            f"Your result is taken along axis 1 of an input of shape "
+            f"{np.shape(next(iter(arguments.values())))}: axis=1 is the last axis of a 2-D "
+            f"array only. The rows run along axis=-1."))

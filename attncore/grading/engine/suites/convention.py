@@ -32,8 +32,13 @@ def with_row_scales(seed, t_q, t_k, d_k, d_v=None):
     return args
 
 
-def raw_scores(args):
-    return args["Q"] @ args["K"].T
+def _fit(to_scale):
+    """fit(arguments, got) for scale_misconception: to_scale(Q K^T, got) -> c."""
+    return lambda args, got: to_scale(args["Q"] @ args["K"].T, got)
+
+
+def _attention_with_scale(c):
+    return lambda Q, K, V: attncore.softmax(c * (Q @ K.T)) @ V
 
 
 CASES_QK = {
@@ -51,7 +56,11 @@ CASES_QK = {
     ],
 }
 CASES_QKV = {
-    "basic": [Case("2 queries, 3 keys, d_k = 4, d_v = 2: rectangular", lambda: qkv(1, 2, 3, 4, 2))],
+    "basic": [
+        # square first: A^T V runs there, and shows what it computes
+        Case("3 queries, 3 keys, d_k = 4, d_v = 2: square", lambda: qkv(7, 3, 3, 4, 2)),
+        Case("2 queries, 3 keys, d_k = 4, d_v = 2: rectangular", lambda: qkv(1, 2, 3, 4, 2)),
+    ],
     "hidden": [
         Case("4 queries, 4 keys, d_k = 3, d_v = 5: square but not symmetric",
              lambda: qkv(2, 4, 4, 3, 5)),
@@ -94,8 +103,9 @@ SPECS = [
         reference=lambda Q, K: attncore.attention_scores(Q, K),
         suites={"basic": CASES_QK["basic"], "hidden": CASES_QK["hidden"]},
         misconceptions=[
-            Misconception(TRANSPOSED, TRANSPOSED_FIX, wrong=lambda Q, K: K @ Q.T / np.sqrt(Q.shape[-1])),
-            scale_misconception(raw_scores, effective_scale),
+            Misconception(TRANSPOSED, TRANSPOSED_FIX,
+                          variants=(lambda Q, K: K @ Q.T / np.sqrt(Q.shape[-1]),)),
+            scale_misconception(fit=_fit(effective_scale)),
         ],
         forbidden=FORBIDDEN,
     ),
@@ -104,9 +114,9 @@ SPECS = [
         reference=lambda Q, K: attncore.attention_weights(Q, K),
         suites=CASES_QK,
         misconceptions=[
-            Misconception(TRANSPOSED, TRANSPOSED_FIX, wrong=_transposed_weights),
+            Misconception(TRANSPOSED, TRANSPOSED_FIX, variants=(_transposed_weights,)),
             *softmax_misconceptions(_scores),
-            scale_misconception(raw_scores, softmax_scale),
+            scale_misconception(fit=_fit(softmax_scale)),
         ],
         forbidden=FORBIDDEN,
     ),
@@ -116,15 +126,16 @@ SPECS = [
         suites=CASES_QKV,
         misconceptions=[
             Misconception(TRANSPOSED, TRANSPOSED_FIX,
-                          wrong=lambda Q, K, V: _transposed_weights(Q, K) @ V),
+                          variants=(lambda Q, K, V: _transposed_weights(Q, K) @ V,)),
             Misconception("weights transposed in the output (A^T V)",
                           "output row i is sum_j A[i, j] v_j, that is A @ V with A of shape "
                           "(T_q, T_k); A.T @ V mixes the values with a column of A instead.",
-                          wrong=_weights_transposed_in_output),
+                          variants=(_weights_transposed_in_output,)),
             Misconception("values multiplied on the wrong side (V^T A^T)",
                           "the output has one row per query: A @ V with shape (T_q, d_v).",
-                          wrong=_values_on_the_left),
+                          variants=(_values_on_the_left,)),
             *softmax_misconceptions(_outputs),
+            scale_misconception(_attention_with_scale),
         ],
         forbidden=FORBIDDEN,
     ),

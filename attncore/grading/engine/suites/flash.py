@@ -3,15 +3,13 @@
 References: attncore.flash (its tile_state and merge for the running statistics),
 attncore.flash_attention, and attncore.weights_from_lse.
 """
-import copy
-
 import numpy as np
 
 import attncore
 from attncore.flash import empty_state, merge, tile_state
 
-from ..probe import Case, FunctionSpec, Misconception, same
-from .common import SCALE, SCALE_FIX, UNSTABLE, arrays, describe_factor, matching
+from ..probe import Case, FunctionSpec, Misconception
+from .common import UNSTABLE, arrays, scale_misconception
 
 ASSIGNMENT = "05-flash"
 FORBIDDEN = ("flash_attention", "attention", "attention_weights", "attention_scores", "softmax",
@@ -19,6 +17,7 @@ FORBIDDEN = ("flash_attention", "attention", "attention_weights", "attention_sco
              "flash.finalize")
 
 NO_RESCALE = "online softmax without rescaling"
+PER_TILE = "normalised per tile instead of once at the end"
 NO_RESCALE_FIX = ("when a tile raises the running maximum from m_old to m_new, everything "
                   "accumulated so far was computed relative to m_old: multiply the running sum "
                   "l (and the accumulator acc) by alpha = exp(m_old - m_new) before adding the "
@@ -32,12 +31,26 @@ ZERO_MAX_FIX = ("start the running maximum at -inf (np.full(rows, -np.inf)), so 
                 "first tile it is the true maximum of the scores seen, even when they are all "
                 "negative; starting at 0 keeps exp(s - 0), which underflows to 0 for very "
                 "negative scores.")
-
-
-def _matches(wrong, detail="", finite=False):
-    """common.matching for one wrong implementation, with detail(args) -> str."""
-    return matching(wrong, detail=(lambda args, _: detail(args)) if callable(detail) else detail,
-                    finite=finite)
+NO_MAX = "no maximum subtracted in the tiles"
+NO_MAX_FIX = ("never exponentiate a raw score: keep a running maximum m per row, use "
+              "exp(s - m_new) for the new tile, and rescale what was accumulated by "
+              "exp(m_old - m_new) when m grows. exp(s) alone overflows for scores above 709 "
+              "(88 in float32) and underflows to 0 for scores below -745.")
+ALPHA_INVERTED = "rescale factor upside down"
+ALPHA_INVERTED_FIX = ("the factor that brings the old sums to the new maximum is "
+                      "alpha = exp(m_old - m_new) <= 1, not exp(m_new - m_old): the old terms "
+                      "exp(s - m_old) become exp(s - m_new) = exp(s - m_old) * exp(m_old - m_new).")
+ALPHA_INVERTED_DETAIL = [
+    "Your sums match alpha = exp(m_new - m_old): on the first tile m_old = -inf makes it "
+    "inf, and inf * 0 is NaN.",
+    "Your sums match alpha = exp(m_new - m_old), the inverse of the factor that rescales the "
+    "old terms: each time the maximum grows, the old part is multiplied up instead of down.",
+]
+EXP2 = "exp2 instead of exp"
+EXP2_FIX = ("use np.exp. Kernels such as Triton's use exp2 only after multiplying the scores "
+            "(and the maximum) by log2(e) = 1.4427, because exp(x) = exp2(x * log2(e)); "
+            "exp2 on the plain scores computes a softmax of s * ln(2), a different distribution.")
+EXP2_DETAIL = "Your result matches 2 ** (s - m) in place of exp(s - m)."
 
 
 def _tiles(n, block, drop_last=False):
@@ -67,7 +80,17 @@ def stats_reference(x, block_size):
     return state.m, state.l
 
 
-def _stats_with(rescale=True, tile_max=False, m0=-np.inf, drop_last=False, naive=False):
+def _alpha(m, m_new, exp=np.exp, inverted=None):
+    """The rescale factor exp(m - m_new); inverted: "raw" exp(m_new - m), NaN on the first
+    tile, or "guarded" the same with 1 on the first tile."""
+    if inverted is None:
+        return exp(m - m_new)
+    alpha = exp(m_new - m)
+    return np.where(np.isneginf(m), 1.0, alpha) if inverted == "guarded" else alpha
+
+
+def _stats_with(rescale=True, tile_max=False, m0=-np.inf, drop_last=False, naive=False,
+                exp=np.exp, inverted=None):
     """A learner's one-pass (m, l) with one of the catalogued mistakes."""
     def run(x, block_size):
         rows = x.shape[0]
@@ -80,8 +103,8 @@ def _stats_with(rescale=True, tile_max=False, m0=-np.inf, drop_last=False, naive
             elif tile_max:
                 l = l + np.exp(t - t.max(axis=1, keepdims=True)).sum(axis=1)
             else:
-                alpha = np.exp(m - m_new) if rescale else 1.0
-                l = alpha * l + np.exp(t - m_new[:, None]).sum(axis=1)
+                alpha = _alpha(m, m_new, exp, inverted) if rescale else 1.0
+                l = alpha * l + exp(t - m_new[:, None]).sum(axis=1)
             m = m_new
         if naive:
             l = l / np.exp(m)
@@ -127,28 +150,26 @@ STATS_CASES = {
 }
 
 
-def _dropped_stats_detail(args):
-    return _partial_note(args, "T_k", args["x"].shape[1])
-
-
 STATS_MISCONCEPTIONS = [
-    Misconception(NO_RESCALE, NO_RESCALE_FIX, detect=_matches(
-        _stats_with(rescale=False),
-        "Your l adds the new tile's exp(s - m_new) to an old l that is still relative to the old "
-        "maximum; the largest score comes in a later tile here, so the old part is too big.")),
-    Misconception(NO_RESCALE, NO_RESCALE_FIX, detect=_matches(
-        _stats_with(tile_max=True),
-        "Your l adds up each tile's exp(s - tile maximum) without bringing them to one common "
-        "maximum: tiles with a small maximum are counted too heavily.")),
-    Misconception(DROPPED, DROPPED_FIX, detect=_matches(_stats_with(drop_last=True),
-                                                        _dropped_stats_detail)),
-    Misconception(ZERO_MAX, ZERO_MAX_FIX, detect=_matches(
-        _stats_with(m0=0.0),
-        "Every score of some row is negative, so its maximum is negative, but your m is 0.")),
-    Misconception(UNSTABLE, "never exponentiate a raw score: keep l relative to the running "
-                  "maximum, l = sum_j exp(s_j - m), and rescale it when m grows.",
-                  detect=_matches(_stats_with(naive=True),
-                                  "exp of a score of 1e4 overflows, and exp(-1e4) underflows.")),
+    Misconception(NO_RESCALE, NO_RESCALE_FIX,
+                  variants=(_stats_with(rescale=False), _stats_with(tile_max=True)),
+                  detail=["Your l adds the new tile's exp(s - m_new) to an old l that is still "
+                          "relative to the old maximum; the largest score comes in a later tile "
+                          "here, so the old part is too big.",
+                          "Your l adds up each tile's exp(s - tile maximum) without bringing "
+                          "them to one common maximum: tiles with a small maximum are counted "
+                          "too heavily."]),
+    Misconception(ALPHA_INVERTED, ALPHA_INVERTED_FIX,
+                  variants=(_stats_with(inverted="raw"), _stats_with(inverted="guarded")),
+                  detail=ALPHA_INVERTED_DETAIL),
+    Misconception(EXP2, EXP2_FIX, variants=(_stats_with(exp=np.exp2),), detail=EXP2_DETAIL),
+    Misconception(DROPPED, DROPPED_FIX, variants=(_stats_with(drop_last=True),),
+                  detail=lambda args, i: _partial_note(args, "T_k", args["x"].shape[1])),
+    Misconception(ZERO_MAX, ZERO_MAX_FIX, variants=(_stats_with(m0=0.0),),
+                  detail="Every score of some row is negative, so its maximum is negative, but "
+                         "your m is 0."),
+    Misconception(NO_MAX, NO_MAX_FIX, variants=(_stats_with(naive=True),),
+                  detail="exp of a score of 1e4 overflows, and exp(-1e4) underflows."),
 ]
 
 
@@ -159,8 +180,14 @@ def flash_reference(Q, K, V, block_size):
 
 
 def _flash_with(rescale_l=True, rescale_acc=True, tile_max=False, m0=-np.inf, drop_k=False,
-                drop_q=False, normalise_in_loop=False, scale=None):
-    """A learner's tiled attention with one of the catalogued mistakes."""
+                drop_q=False, normalise="end", scale=None, exp=np.exp, inverted=None,
+                naive=False):
+    """A learner's tiled attention with one of the catalogued mistakes.
+
+    normalise: "end" (acc / l after the last tile), "loop" (acc / l after every tile),
+    "tile sum" or "tile mean" (each tile's own softmax times its values, summed or averaged
+    over the tiles). naive: exp(s) with no maximum at all.
+    """
     def run(Q, K, V, block_size):
         t_q, d = Q.shape
         c = 1 / np.sqrt(d) if scale is None else scale
@@ -169,18 +196,26 @@ def _flash_with(rescale_l=True, rescale_acc=True, tile_max=False, m0=-np.inf, dr
             q = Q[q0:q0 + block_size].astype(np.float64)
             rows = q.shape[0]
             m, l, acc = np.full(rows, m0), np.zeros(rows), np.zeros((rows, V.shape[1]))
-            for k0 in _tiles(K.shape[0], block_size, drop_k):
+            tiles = _tiles(K.shape[0], block_size, drop_k)
+            for k0 in tiles:
                 s = q @ K[k0:k0 + block_size].T * c
                 v = V[k0:k0 + block_size]
                 m_new = np.maximum(m, s.max(axis=1))
-                alpha = np.exp(m - m_new)
-                p = np.exp(s - (s.max(axis=1) if tile_max else m_new)[:, None])
+                alpha = 1.0 if naive else _alpha(m, m_new, exp, inverted)
+                shift = (s.max(axis=1) if tile_max or normalise.startswith("tile")
+                         else np.zeros(rows) if naive else m_new)
+                p = exp(s - shift[:, None])
+                if normalise.startswith("tile"):
+                    acc = acc + (p / p.sum(axis=1, keepdims=True)) @ v
+                    continue
                 l = (alpha if rescale_l and not tile_max else 1.0) * l + p.sum(axis=1)
                 acc = (alpha[:, None] if rescale_acc and not tile_max else 1.0) * acc + p @ v
-                if normalise_in_loop:
+                if normalise == "loop":
                     acc = acc / l[:, None]
                 m = m_new
-            out[q0:q0 + rows] = acc if normalise_in_loop else acc / l[:, None]
+            done = {"end": lambda: acc / l[:, None], "loop": lambda: acc,
+                    "tile sum": lambda: acc, "tile mean": lambda: acc / len(tiles)}
+            out[q0:q0 + rows] = done[normalise]()
         return out.astype(Q.dtype)
     return run
 
@@ -269,49 +304,74 @@ FLASH_CASES = {
 }
 
 
-def _flash_scale_detect(args, got, expected):
-    d = args["Q"].shape[-1]
-    for factor in (1.0, 1 / d, np.sqrt(d)):
-        wrong = _flash_with(scale=factor)(*copy.deepcopy(args).values())
-        if same(got, wrong) and not same(expected, wrong):
-            return (f"Your output is what scores Q K^T times {describe_factor(factor, d)} give; "
-                    f"with d_k = {d} the scale must be 1/sqrt(d_k) = {1 / np.sqrt(d):.4g}.")
-    return None
+def exp_out_of_range_detect(args, got, expected):
+    """NO_MAX by its damage: every wrong row came out NaN, inf or zero, and is a row whose
+    largest scaled score is beyond what exp can take in the input's dtype (above
+    log(max), about 709 in float64, or below log(tiny), about -708): exp(s) without the
+    maximum subtracted is inf or 0 there, so acc / l is inf / inf or 0 / 0."""
+    got = np.asarray(got, dtype=float)
+    if got.shape != expected.shape:
+        return None
+    Q, K = args["Q"], args["K"]
+    top = (Q.astype(float) @ K.T.astype(float) / np.sqrt(Q.shape[-1])).max(axis=1)
+    info = np.finfo(Q.dtype)
+    beyond = (top > np.log(info.max)) | (top < np.log(info.tiny))
+    dead = ~np.isfinite(got).all(axis=1) | np.all(got == 0, axis=1)
+    wrong = ~np.isclose(got, expected, rtol=1e-3, atol=1e-6, equal_nan=True).all(axis=1)
+    if not wrong.any() or not np.all(dead[wrong] & beyond[wrong]):
+        return None
+    row = int(np.argmax(wrong))
+    return (f"Row {row} has scaled scores up to {top[row]:.6g}: exp of them is "
+            f"{'inf' if top[row] > 0 else '0'} in {Q.dtype}, and your row came out "
+            f"{np.array2string(got[row], precision=3)}. Subtracting the running maximum keeps "
+            f"every exponent <= 0 and the largest term exp(0) = 1.")
 
 
 FLASH_MISCONCEPTIONS = [
-    Misconception(NO_RESCALE, NO_RESCALE_FIX, detect=_matches(
-        _flash_with(rescale_l=False, rescale_acc=False),
-        "Neither l nor acc is multiplied by exp(m_old - m_new) when a later tile has a larger "
-        "score: the earlier tiles end up weighted too heavily.")),
-    Misconception(NO_RESCALE, NO_RESCALE_FIX, detect=_matches(
-        _flash_with(rescale_l=False),
-        "acc is rescaled by exp(m_old - m_new) but the running sum l is not.")),
-    Misconception(NO_RESCALE, NO_RESCALE_FIX, detect=_matches(
-        _flash_with(rescale_acc=False),
-        "l is rescaled by exp(m_old - m_new) but the accumulator acc is not.")),
-    Misconception(NO_RESCALE, NO_RESCALE_FIX, detect=_matches(
-        _flash_with(tile_max=True),
-        "Each tile is exponentiated against its own maximum and the tiles are added without "
-        "bringing them to one common maximum.")),
-    Misconception(DROPPED, DROPPED_FIX, detect=_matches(
-        _flash_with(drop_k=True), lambda a: _partial_note(a, "T_k", a["K"].shape[0]))),
-    Misconception(DROPPED, DROPPED_FIX, detect=_matches(
-        _flash_with(drop_q=True),
-        lambda a: _partial_note(a, "T_q", a["Q"].shape[0]).replace(
-            "ignores the last", "leaves the rows of the last query tile empty").replace(
-            "ignores it", "leaves its rows empty"))),
-    Misconception(ZERO_MAX, ZERO_MAX_FIX, detect=_matches(
-        _flash_with(m0=0.0),
-        "In a row whose scores are all far below 0 (here near -1e4), a running maximum that "
-        "starts at 0 stays 0: every exp(s - 0) underflows to 0 and acc / l is 0 / 0.")),
+    Misconception(NO_RESCALE, NO_RESCALE_FIX,
+                  variants=(_flash_with(rescale_l=False, rescale_acc=False),
+                            _flash_with(rescale_l=False), _flash_with(rescale_acc=False),
+                            _flash_with(tile_max=True)),
+                  detail=["Neither l nor acc is multiplied by exp(m_old - m_new) when a later "
+                          "tile has a larger score: the earlier tiles end up weighted too "
+                          "heavily.",
+                          "acc is rescaled by exp(m_old - m_new) but the running sum l is not.",
+                          "l is rescaled by exp(m_old - m_new) but the accumulator acc is not.",
+                          "Each tile is exponentiated against its own maximum and the tiles are "
+                          "added without bringing them to one common maximum."]),
+    Misconception(ALPHA_INVERTED, ALPHA_INVERTED_FIX,
+                  variants=(_flash_with(inverted="raw"), _flash_with(inverted="guarded")),
+                  detail=ALPHA_INVERTED_DETAIL),
+    Misconception(EXP2, EXP2_FIX, variants=(_flash_with(exp=np.exp2),), detail=EXP2_DETAIL),
+    Misconception(DROPPED, DROPPED_FIX, variants=(_flash_with(drop_k=True), _flash_with(drop_q=True)),
+                  detail=lambda a, i: _partial_note(a, "T_k", a["K"].shape[0]) if i == 0 else
+                  _partial_note(a, "T_q", a["Q"].shape[0]).replace(
+                      "ignores the last", "leaves the rows of the last query tile empty").replace(
+                      "ignores it", "leaves its rows empty")),
+    Misconception(ZERO_MAX, ZERO_MAX_FIX, variants=(_flash_with(m0=0.0),),
+                  detail="In a row whose scores are all far below 0 (here near -1e4), a running "
+                         "maximum that starts at 0 stays 0: every exp(s - 0) underflows to 0 "
+                         "and acc / l is 0 / 0."),
     Misconception(
-        "dividing by l inside the loop",
-        "keep acc unnormalised (a sum of exp(s - m) v) and divide by l once, after the last "
-        "tile. Dividing inside the loop and then adding the next tile's unnormalised terms "
-        "mixes two scales.",
-        detect=_matches(_flash_with(normalise_in_loop=True))),
-    Misconception(SCALE, SCALE_FIX, detect=_flash_scale_detect),
+        PER_TILE,
+        "keep acc unnormalised (a sum of exp(s - m) v over ALL tiles so far) and divide by l "
+        "once, after the last tile. A tile's own softmax sums to 1 over that tile only, so "
+        "adding (or averaging) the tiles' softmaxes, or dividing by l inside the loop and "
+        "then adding the next tile's unnormalised terms, mixes weights of different scales.",
+        variants=(_flash_with(normalise="loop"), _flash_with(normalise="tile sum"),
+                  _flash_with(normalise="tile mean")),
+        detail=["Your acc is divided by l after every tile, then the next tile's unnormalised "
+                "terms are added to it.",
+                "Your output is the sum over key tiles of each tile's own softmax times its "
+                "values: its weights add up to the number of tiles.",
+                "Your output is the average over key tiles of each tile's own softmax times its "
+                "values: every tile gets the same total weight, whatever its scores."]),
+    Misconception(NO_MAX, NO_MAX_FIX, variants=(_flash_with(naive=True),),
+                  detail="Your result matches exp(s) without any maximum subtracted: exp of "
+                         "scores near 1e4 overflows to inf, and near -1e4 underflows to 0, so "
+                         "acc / l is inf / inf or 0 / 0.",
+                  detect=exp_out_of_range_detect),
+    scale_misconception(lambda c: _flash_with(scale=c)),
 ]
 
 
@@ -352,7 +412,8 @@ LSE_CASES = {
 }
 
 
-def _row_with(factor=None, divide=False, normalise=False, naive=False):
+def _row_with(factor=None, divide=False, normalise=False, naive=False, exp=np.exp):
+    """A learner's row recovery with one of the catalogued mistakes."""
     def run(q, K, lse):
         c = 1 / np.sqrt(q.shape[0]) if factor is None else factor
         s = (K @ q) * c
@@ -363,18 +424,8 @@ def _row_with(factor=None, divide=False, normalise=False, naive=False):
             return e / e.sum()
         if naive:
             return np.exp(s) / np.exp(lse)
-        return np.exp(s - lse)
+        return exp(s - lse)
     return run
-
-
-def _row_scale_detect(args, got, expected):
-    d = args["q"].shape[0]
-    for factor in (1 / d, np.sqrt(d)):
-        wrong = _row_with(factor=factor)(*copy.deepcopy(args).values())
-        if np.isfinite(wrong).any() and same(got, wrong) and not same(expected, wrong):
-            return (f"Your scores are q . k_j times {describe_factor(factor, d)}; the lse was "
-                    f"computed with 1/sqrt(d_k) = {1 / np.sqrt(d):.4g}.")
-    return None
 
 
 LSE_MISCONCEPTIONS = [
@@ -382,25 +433,27 @@ LSE_MISCONCEPTIONS = [
         "log-sum-exp row recovery without the scale",
         "the lse was computed from the SCALED scores q . k_j / sqrt(d_k), so recover with the "
         "same scores: exp(q . k_j / sqrt(d_k) - lse).",
-        detect=_matches(_row_with(factor=1.0), finite=True, detail=lambda a: (
+        variants=(_row_with(factor=1.0),), finite=True, detail=lambda a, i: (
             f"Your result is exp(q . k_j - lse), with the raw dot products; with d_k = "
-            f"{a['q'].shape[0]} the scores are q . k_j / {np.sqrt(a['q'].shape[0]):.4g}."))),
-    Misconception(SCALE, SCALE_FIX, detect=_row_scale_detect),
+            f"{a['q'].shape[0]} the scores are q . k_j / {np.sqrt(a['q'].shape[0]):.4g}.")),
+    scale_misconception(lambda c: _row_with(factor=c)),
     Misconception(
         "divided by the log-sum-exp instead of subtracting it",
         "lse is the LOG of the normaliser: a_j = exp(s_j) / exp(lse) = exp(s_j - lse). Subtract "
         "it inside the exp; do not divide by it.",
-        detect=_matches(_row_with(divide=True), finite=True)),
+        variants=(_row_with(divide=True),), finite=True),
     Misconception(
         "row renormalised instead of using the log-sum-exp",
         "K may hold only some of the keys the query attended to, so their weights need not sum "
         "to 1: use the lse you are given, exp(s_j - lse), instead of normalising over K.",
-        detect=_matches(_row_with(normalise=True), lambda a: (
+        variants=(_row_with(normalise=True),), detail=lambda a, i: (
             f"Your entries sum to 1, but these {a['K'].shape[0]} keys are only part of the row: "
-            f"their weights sum to {float(row_reference(**a).sum()):.4g}."))),
+            f"their weights sum to {float(row_reference(**a).sum()):.4g}.")),
+    Misconception(EXP2, EXP2_FIX.replace("softmax of s * ln(2)", "row of 2 ** (s - lse)"),
+                  variants=(_row_with(exp=np.exp2),), detail=EXP2_DETAIL.replace("m)", "lse)")),
     Misconception(UNSTABLE, "compute exp(s - lse) in one step: exp(s) and exp(lse) overflow "
                   "for scores near 1e4 even though their ratio is small.",
-                  detect=_matches(_row_with(naive=True))),
+                  variants=(_row_with(naive=True),)),
 ]
 
 

@@ -2,14 +2,12 @@
 
 Each is compared with attncore: kv_head_map, grouped_query_attention and kv_cache_bytes.
 """
-import copy
-
 import numpy as np
 
 import attncore
 
 from ..probe import Case, FunctionSpec, Misconception, same
-from .common import SCALE, SCALE_FIX, arrays, describe_factor, matching, rows_of_different_scales, \
+from .common import SCALE_FIX, arrays, rows_of_different_scales, scale_misconception, \
     softmax_misconceptions
 
 ASSIGNMENT = "04-heads"
@@ -60,16 +58,38 @@ def _tile_detail_scalar(args):
             f"({', '.join(str(j) for j in _tile(n_q, n_kv))}), as np.tile does.")
 
 
-def _scalar_detect(wrong, detail):
-    """common.matching for one wrong implementation, with detail(args) -> str."""
-    return matching(wrong, detail=lambda args, _: detail(args))
-
-
-def _rounded_detect(args, got, expected):
+def _rounded_detail(args, i):
     h, g = args["q_head"], args["n_q_heads"] // args["n_kv_heads"]
-    if any(same(got, f(h / g)) for f in (np.ceil, round)):
-        return (f"Your answer {got} is q_head / G = {h} / {g} = {h / g:g} rounded up or to the "
-                f"nearest integer; query head {h} is in group {h} // {g} = {h // g}.")
+    return (f"Your answer is q_head / G = {h} / {g} = {h / g:g} rounded "
+            f"{['up', 'to the nearest integer'][i]}; query head {h} is in group "
+            f"{h} // {g} = {h // g}.")
+
+
+GROUP_INVERTED = "group size computed as n_kv_heads // n_q_heads"
+GROUP_INVERTED_FIX = ("the group size is G = n_q_heads // n_kv_heads, the number of QUERY heads "
+                      "that share one kv head (at least 1, since there are fewer kv heads); "
+                      "query head h reads kv head h // G.")
+
+
+def _head_counts(args):
+    """(n_q, n_kv) of kv_head_for's or grouped_query_attention's arguments."""
+    if "n_q_heads" in args:
+        return args["n_q_heads"], args["n_kv_heads"]
+    return args["Q"].shape[0], args["K"].shape[0]
+
+
+def _group_inverted_detail(args, i=None):
+    n_q, n_kv = _head_counts(args)
+    return (f"With {n_q} query heads over {n_kv} kv heads your group size is "
+            f"n_kv_heads / n_q_heads = {n_kv} / {n_q} = {n_kv / n_q:g} ({n_kv // n_q} with //); "
+            f"the group size is {n_q} // {n_kv} = {n_q // n_kv}.")
+
+
+def _group_inverted_error(args, error_type, error_message):
+    """GROUP_INVERTED from an error: n_kv // n_q is 0, and dividing by it raises."""
+    n_q, n_kv = _head_counts(args)
+    if error_type == "ZeroDivisionError" and n_kv // n_q == 0:
+        return _group_inverted_detail(args)
     return None
 
 
@@ -84,22 +104,32 @@ KV_HEAD_CASES = {
 }
 
 KV_HEAD_MISCONCEPTIONS = [
-    Misconception(TILE, TILE_FIX, detect=_scalar_detect(
-        lambda q_head, n_q_heads, n_kv_heads: q_head % n_kv_heads, _tile_detail_scalar)),
+    Misconception(TILE, TILE_FIX,
+                  variants=(lambda q_head, n_q_heads, n_kv_heads: q_head % n_kv_heads,),
+                  detail=lambda args, i: _tile_detail_scalar(args)),
     Misconception(
         "divided by the number of kv heads instead of the group size",
         "the group size is G = n_q_heads // n_kv_heads (query heads per kv head); the kv head "
         "is q_head // G, not q_head // n_kv_heads.",
-        detect=_scalar_detect(
-            lambda q_head, n_q_heads, n_kv_heads: q_head // n_kv_heads,
-            lambda a: f"Your answer is q_head // n_kv_heads = {a['q_head'] // a['n_kv_heads']}; "
-                      f"the group size is {a['n_q_heads']} // {a['n_kv_heads']} = "
-                      f"{a['n_q_heads'] // a['n_kv_heads']}.")),
+        variants=(lambda q_head, n_q_heads, n_kv_heads: q_head // n_kv_heads,),
+        detail=lambda a, i: (f"Your answer is q_head // n_kv_heads = "
+                             f"{a['q_head'] // a['n_kv_heads']}; the group size is "
+                             f"{a['n_q_heads']} // {a['n_kv_heads']} = "
+                             f"{a['n_q_heads'] // a['n_kv_heads']}.")),
+    Misconception(GROUP_INVERTED, GROUP_INVERTED_FIX,
+                  variants=(lambda q_head, n_q_heads, n_kv_heads:
+                            q_head // (n_kv_heads / n_q_heads),
+                            lambda q_head, n_q_heads, n_kv_heads:
+                            q_head * (n_kv_heads // n_q_heads)),
+                  detail=_group_inverted_detail, on_error=_group_inverted_error),
     Misconception(
         "group index rounded up instead of down",
         "use integer division q_head // G (it rounds down): query heads 0 to G-1 all read kv "
         "head 0. round() and ceil() move the last heads of a group into the next one.",
-        detect=_rounded_detect),
+        variants=tuple(lambda q_head, n_q_heads, n_kv_heads, f=f: f(q_head / (n_q_heads //
+                                                                              n_kv_heads))
+                       for f in (np.ceil, round)),
+        detail=_rounded_detail),
 ]
 
 
@@ -158,16 +188,6 @@ def _mapping_detect(expected_mapping):
     return detect
 
 
-def _gqa_scale_detect(args, got, expected):
-    d = args["Q"].shape[-1]
-    for factor in (1.0, 1 / d, np.sqrt(d)):
-        wrong = _gqa_with(factor=lambda _, c=factor: c)(*copy.deepcopy(args).values())
-        if same(got, wrong) and not same(expected, wrong):
-            return (f"Your output is what scores Q K^T times {describe_factor(factor, d)} give; "
-                    f"with d = {d} the scale must be 1/sqrt(d) = {1 / np.sqrt(d):.4g}.")
-    return None
-
-
 GQA_CASES = {
     "basic": [Case("4 query heads over 2 kv heads, T_q = 2, T_k = 3, d = 4, d_v = 3",
                    lambda: gqa(1, 4, 2, 2, 3, 4, 3))],
@@ -203,14 +223,10 @@ GQA_MISCONCEPTIONS = [
         "query head h reads kv head h // G with G = H_q // H_kv (consecutive groups of G query "
         "heads share one kv head).",
         detect=_mapping_detect(None)),
-    *softmax_misconceptions(lambda fn: _gqa_with(softmax_fn=fn)),
-    Misconception(
-        "softmax over the wrong axis",
-        "normalise every row over the keys, the last axis (axis=-1): within each head, row i "
-        "(query i) must sum to 1; axis=-2 normalises over the queries instead.",
-        wrong=_gqa_with(softmax_fn=lambda x: attncore.softmax(x, axis=-2))),
-    Misconception(SCALE, SCALE_FIX.replace("d_k = Q.shape[-1]", "d = Q.shape[-1]"),
-                  detect=_gqa_scale_detect),
+    Misconception(GROUP_INVERTED, GROUP_INVERTED_FIX, on_error=_group_inverted_error),
+    *softmax_misconceptions(lambda fn: _gqa_with(softmax_fn=fn), axes=(-2, 0)),
+    scale_misconception(lambda c: _gqa_with(factor=lambda d: c),
+                        fix=SCALE_FIX.replace("d_k = Q.shape[-1]", "d = Q.shape[-1]")),
 ]
 
 

@@ -4,7 +4,8 @@ References are attncore's own: masks.causal(t_q, t_k, align="bottom_right"),
 masks.key_padding, masks.sliding_window and softmax(scores, mask=mask).
 
 The three mask builders return booleans, so a wrong mask is recognised by
-comparing it with the masks a learner with that mistake builds (`variants`).
+comparing it exactly with the masks a learner with that mistake builds (the variants;
+one returns None where it would say nothing, an all-True or all-False mask).
 masked_softmax mistakes that differ between learners in how the damage looks
 (NaN, zeros, a uniform row) are recognised by the pattern of the damage: which
 rows are wrong, and what those rows' scores make of exp.
@@ -15,7 +16,7 @@ import attncore
 from attncore import masks
 
 from ..probe import SHAPE_OR_DTYPE, Case, FunctionSpec, Misconception, same, tolerances
-from .common import GLOBAL_MAX, GLOBAL_MAX_FIX, UNSTABLE, UNSTABLE_FIX, arrays
+from .common import GLOBAL_MAX, GLOBAL_MAX_FIX, UNSTABLE, UNSTABLE_FIX, arrays, two_d_only
 
 ASSIGNMENT = "03-masking"
 
@@ -38,6 +39,9 @@ PADDING_OFF_BY_ONE = "padding boundary off by one"
 WINDOW_NOT_CAUSAL = "window not causal (future keys allowed)"
 WINDOW_WIDTH = "window one key too wide or too narrow"
 UNBROADCAST_INDEX = "mask used as an index without broadcasting it"
+TRIU = "upper instead of lower triangle (triu instead of tril)"
+PADDING_SIDE = "padding on the wrong side"
+WRONG_AXIS = "masked softmax over the wrong axis"
 
 INVERTED_FIX = ("in this course True means 'this query MAY attend to this key' (the convention "
                 "of PyTorch's scaled_dot_product_attention); True = blocked is the opposite "
@@ -58,28 +62,6 @@ def _as_mask(got, shape):
 def _informative(mask):
     """Not all True and not all False: on tiny inputs many mistakes give such masks."""
     return bool(mask.any() and not mask.all())
-
-
-def variants(build, complement=None):
-    """A detector: the learner's mask equals one of build(args) -> [(mask, detail), ...].
-
-    Masks compare exactly (booleans of one shape); a variant equal to the expected
-    mask on this input says nothing and is skipped. complement, a detail string:
-    also recognise the exact complement of the expected mask.
-    """
-
-    def detect(args, got, expected):
-        got = _as_mask(got, np.shape(expected))
-        if got is None:
-            return None
-        if complement and np.array_equal(got, ~expected):
-            return complement
-        for wrong, detail in build(**args):
-            if not np.array_equal(wrong, expected) and np.array_equal(got, wrong):
-                return detail
-        return None
-
-    return detect
 
 
 def shape_or_dtype(layout):
@@ -127,20 +109,33 @@ def _tri(t_q, t_k, c):
     return np.tri(t_q, t_k, k=c, dtype=bool)
 
 
-def _causal_off_by_one(t_q, t_k):
-    off = t_k - t_q
-    return [
-        (_tri(t_q, t_k, off - 1),
-         f"Your mask lets query i see keys j <= i{_offset(off - 1)}, that is j < i{_offset(off)}: "
-         f"one key short. The diagonal key j = i{_offset(off)} is the query's own position "
-         f"(the newest key it may read), so it must be allowed: j <= i + t_k - t_q."),
-        (_tri(t_q, t_k, off + 1),
-         f"Your mask lets query i see keys j <= i{_offset(off + 1)}: one key too many, the "
-         f"next token in the future. The condition is j <= i + t_k - t_q = i{_offset(off)}."),
-    ]
+def _off_by_one_detail(args, i):
+    off = args["t_k"] - args["t_q"]
+    return [f"Your mask lets query i see keys j <= i{_offset(off - 1)}, that is "
+            f"j < i{_offset(off)}: one key short. The diagonal key j = i{_offset(off)} is the "
+            f"query's own position (the newest key it may read), so it must be allowed: "
+            f"j <= i + t_k - t_q.",
+            f"Your mask lets query i see keys j <= i{_offset(off + 1)}: one key too many, the "
+            f"next token in the future. The condition is j <= i + t_k - t_q = "
+            f"i{_offset(off)}."][i]
 
 
-def _causal_top_left(t_q, t_k):
+def _informative_tri(c):
+    """The variant np.tri(t_q, t_k, k=c), None when it is all True or all False."""
+    return lambda t_q, t_k: _tri(t_q, t_k, c) if _informative(_tri(t_q, t_k, c)) else None
+
+
+def _inverted_top_left(t_q, t_k):
+    """True on the keys after the query's own position, as if t_q == t_k."""
+    mask = _tri(t_q, t_k, 0)
+    return ~mask if _informative(mask) else None
+
+
+TOP_LEFT_SHIFTS = (0, -1, 1)
+
+
+def _top_left_detail(args, i):
+    t_q, t_k, c = args["t_q"], args["t_k"], TOP_LEFT_SHIFTS[i]
     off = t_k - t_q
     if off > 0:
         where = (f"the queries are the LAST {t_q} of the {t_k} positions, so query i sees keys "
@@ -149,30 +144,23 @@ def _causal_top_left(t_q, t_k):
         where = (f"the last query lines up with the last key, so query i sees keys "
                  f"j <= i + t_k - t_q = i{_offset(off)}: the first t_q - t_k = {-off} queries "
                  f"see no key at all (fully masked rows) and the last query sees every key.")
-    return [
-        (_tri(t_q, t_k, c),
-         f"Your mask is aligned top-left: query i sees keys j <= i{_offset(c)}. With "
-         f"t_q = {t_q} queries and t_k = {t_k} keys, {where}")
-        for c in (0, -1, 1) if c == 0 or _informative(_tri(t_q, t_k, c))
-    ]
+    return (f"Your mask is aligned top-left: query i sees keys j <= i{_offset(c)}. With "
+            f"t_q = {t_q} queries and t_k = {t_k} keys, {where}")
 
 
-def _causal_wrong_sign(t_q, t_k):
-    off = t_k - t_q
-    return [(_tri(t_q, t_k, -off),
-             f"Your mask lets query i see keys j <= i{_offset(-off)}, an offset of t_q - t_k = "
-             f"{-off}; the bottom-right offset is t_k - t_q = {off}, so query i sees keys "
-             f"j <= i{_offset(off)}.")] if off else []
+def _wrong_sign_detail(args, i):
+    off = args["t_k"] - args["t_q"]
+    return (f"Your mask lets query i see keys j <= i{_offset(-off)}, an offset of t_q - t_k = "
+            f"{-off}; the bottom-right offset is t_k - t_q = {off}, so query i sees keys "
+            f"j <= i{_offset(off)}.")
 
 
-CAUSAL_INVERTED = ("True in your mask marks the keys a query must NOT see (the future keys), "
-                   "and False the keys it may see.")
-
-
-def _causal_inverted(t_q, t_k):
-    off = t_k - t_q
-    return [(~_tri(t_q, t_k, c), CAUSAL_INVERTED) for c in (off - 1, 0, -1)
-            if _informative(_tri(t_q, t_k, c))]
+def _triu(c):
+    """np.triu of ones with diagonal c (a function of t_q, t_k), None when uninformative."""
+    def variant(t_q, t_k):
+        mask = np.triu(np.ones((t_q, t_k), dtype=bool), k=c(t_q, t_k))
+        return mask if _informative(mask) else None
+    return variant
 
 
 def _causal_negative_slice(t_q, t_k):
@@ -180,9 +168,12 @@ def _causal_negative_slice(t_q, t_k):
     mask = np.zeros((t_q, t_k), dtype=bool)
     for i in range(t_q):
         mask[i, :i + t_k - t_q + 1] = True
-    return [(mask, "Some rows of your mask are True where they should be all False: a slice "
-                   "such as mask[i, :stop] with a negative stop (i + t_k - t_q + 1 < 0 when "
-                   "t_q > t_k) does not mean 'no key', it counts from the END of the row.")]
+    return mask
+
+
+NEGATIVE_STOP = ("Some rows of your mask are True where they should be all False: a slice "
+                 "such as mask[i, :stop] with a negative stop (i + t_k - t_q + 1 < 0 when "
+                 "t_q > t_k) does not mean 'no key', it counts from the END of the row.")
 
 
 CAUSAL_CASES = {
@@ -203,26 +194,41 @@ CAUSAL_CASES = {
 CAUSAL_MISCONCEPTIONS = [
     Misconception(SHAPE_OR_DTYPE, _shape_fix("(t_q, t_k)"),
                   detect=shape_or_dtype("(t_q, t_k): one row per query, one column per key")),
+    Misconception(TRIU, "np.triu keeps the entries on and ABOVE a diagonal: the future keys. "
+                        "The keys a query may see are on and below it: "
+                        "np.tril(np.ones((t_q, t_k), dtype=bool), k=t_k - t_q), or the "
+                        "comparison j <= i + t_k - t_q.",
+                  variants=(_triu(lambda t_q, t_k: t_k - t_q), _triu(lambda t_q, t_k: 0)),
+                  detail="Your mask lets query i see keys j >= i (on and after its own "
+                         "position): the upper triangle, where the lower one is meant."),
     Misconception(INVERTED, INVERTED_FIX,
-                  detect=variants(_causal_inverted, complement=CAUSAL_INVERTED)),
+                  variants=(lambda t_q, t_k: ~causal_reference(t_q, t_k),
+                            _inverted_top_left),
+                  detail="True in your mask marks the keys a query must NOT see (the future "
+                         "keys), and False the keys it may see."),
     Misconception(OFF_BY_ONE, "query i may attend to key j exactly when j <= i + (t_k - t_q): "
                               "use <= (np.tri(..., k=t_k - t_q)), not < and not an extra + 1.",
-                  detect=variants(_causal_off_by_one)),
+                  variants=(lambda t_q, t_k: _tri(t_q, t_k, t_k - t_q - 1),
+                            lambda t_q, t_k: _tri(t_q, t_k, t_k - t_q + 1)),
+                  detail=_off_by_one_detail),
     Misconception(TOP_LEFT, "shift the diagonal by t_k - t_q: query i may attend to key j when "
                             "j <= i + t_k - t_q (np.tri(t_q, t_k, k=t_k - t_q, dtype=bool)). "
                             "The last query lines up with the last key, as when decoding with "
                             "a KV cache; this holds when t_k < t_q too (the offset is "
                             "negative), so do not clip it at 0.",
-                  detect=variants(_causal_top_left)),
+                  variants=tuple(_informative_tri(c) if c else
+                                 (lambda t_q, t_k: _tri(t_q, t_k, 0)) for c in TOP_LEFT_SHIFTS),
+                  detail=_top_left_detail),
     Misconception(WRONG_SIGN, "the offset is t_k - t_q (keys minus queries): it is positive "
                               "when there are more keys than queries, so the last query sees "
                               "every key.",
-                  detect=variants(_causal_wrong_sign)),
+                  variants=(lambda t_q, t_k: _tri(t_q, t_k, t_q - t_k),),
+                  detail=_wrong_sign_detail),
     Misconception(NEGATIVE_SLICE, "a row with stop <= 0 must stay all False: clip the stop "
                                   "with max(stop, 0) in the loop, or build the mask from a "
                                   "comparison of index grids, j <= i + t_k - t_q, which needs "
                                   "no special case.",
-                  detect=variants(_causal_negative_slice)),
+                  variants=(_causal_negative_slice,), detail=NEGATIVE_STOP),
 ]
 
 
@@ -254,18 +260,15 @@ def query_padding_detect(args, got, expected):
     return None
 
 
-PADDING_INVERTED = ("True in your mask marks the padded keys (the nn.MultiheadAttention "
-                    "key_padding_mask convention, True = ignore); here True means the key is "
-                    "real and may be attended to.")
+def _left_padded(lengths, t_k):
+    """Real keys at the END of each row: padding put on the left."""
+    return np.arange(t_k)[None, None, :] >= t_k - np.asarray(lengths)[:, None, None]
 
 
-def _padding_off_by_one(lengths, t_k):
-    j = np.arange(t_k)[None, None, :]
-    n = np.asarray(lengths)[:, None, None]
-    return [(j <= n, "Your mask also allows key j = lengths[b], the first padded key: with "
-                     "lengths[b] real keys their indices are 0, ..., lengths[b] - 1."),
-            (j < n - 1, "Your mask hides the last real key, j = lengths[b] - 1: with "
-                        "lengths[b] real keys their indices are 0, ..., lengths[b] - 1.")]
+PADDING_OFF_BY_ONE_VARIANTS = (
+    lambda lengths, t_k: np.arange(t_k)[None, None, :] <= np.asarray(lengths)[:, None, None],
+    lambda lengths, t_k: np.arange(t_k)[None, None, :] < np.asarray(lengths)[:, None, None] - 1,
+)
 
 
 PADDING_CASES = {
@@ -290,49 +293,60 @@ PADDING_MISCONCEPTIONS = [
                   detect=shape_or_dtype("(B, 1, t_k): one row of keys per sequence, shared by "
                                         "every query")),
     Misconception(INVERTED, INVERTED_FIX,
-                  detect=variants(lambda **_: [], complement=PADDING_INVERTED)),
+                  variants=(lambda lengths, t_k: ~masks.key_padding(lengths, t_k),),
+                  detail="True in your mask marks the padded keys (the nn.MultiheadAttention "
+                         "key_padding_mask convention, True = ignore); here True means the key "
+                         "is real and may be attended to."),
+    Misconception(PADDING_SIDE, "the real tokens come first and the padding after them "
+                                "(right padding): key j of sequence b is real when "
+                                "j < lengths[b], not when j >= t_k - lengths[b].",
+                  variants=(_left_padded,),
+                  detail="Your mask allows the LAST lengths[b] keys of each row, as if the "
+                         "padding came before the tokens (left padding)."),
     Misconception(PADDING_OFF_BY_ONE, "a sequence of length n has real keys 0, ..., n - 1: "
                                       "the condition is j < lengths[b] (strict).",
-                  detect=variants(_padding_off_by_one)),
+                  variants=PADDING_OFF_BY_ONE_VARIANTS,
+                  detail=["Your mask also allows key j = lengths[b], the first padded key: "
+                          "with lengths[b] real keys their indices are 0, ..., lengths[b] - 1.",
+                          "Your mask hides the last real key, j = lengths[b] - 1: with "
+                          "lengths[b] real keys their indices are 0, ..., lengths[b] - 1."]),
 ]
 
 
 # ---------------------------------------------------------------- sliding_window_mask
 
-def _grid(t):
-    i, j = np.indices((t, t))
-    return i, j
+def _on_grid(condition):
+    """A variant (t, window) -> condition(i, j, window) over the query (i) and key (j) indices."""
+    def variant(t, window):
+        i, j = np.indices((t, t))
+        return condition(i, j, window)
+    return variant
 
 
-def _window_not_causal(t, window):
-    i, j = _grid(t)
-    detail = ("Your window also lets query i see keys AFTER it (j > i): a sliding window is "
-              "causal, query i sees only keys i - window < j <= i.")
-    return [(np.abs(i - j) < window, detail), (np.abs(i - j) <= window, detail),
-            (j > i - window, detail)]
+WINDOW_NOT_CAUSAL_VARIANTS = (
+    _on_grid(lambda i, j, window: np.abs(i - j) < window),
+    _on_grid(lambda i, j, window: np.abs(i - j) <= window),
+    _on_grid(lambda i, j, window: j > i - window),
+)
+
+WINDOW_OFF_BY_ONE_VARIANTS = (
+    _on_grid(lambda i, j, window: (j < i) & (j >= i - window)),
+    _on_grid(lambda i, j, window: (j < i) & (j > i - window)),
+)
+
+WINDOW_WIDTH_VARIANTS = (
+    _on_grid(lambda i, j, window: (j <= i) & (j >= i - window)),
+    _on_grid(lambda i, j, window: (j <= i) & (j > i - window + 1)),
+)
 
 
-def _window_off_by_one(t, window):
-    i, j = _grid(t)
-    return [((j < i) & (j >= i - window),
-             "Your mask hides the diagonal: query i does not see key i, its own position. The "
-             "window is the `window` most recent keys INCLUDING the query's own."),
-            ((j < i) & (j > i - window),
-             "Your mask hides the diagonal: query i does not see key i, its own position.")]
-
-
-def _window_width(t, window):
-    i, j = _grid(t)
-    return [((j <= i) & (j >= i - window),
-             f"Your window holds window + 1 = {window + 1} keys (i - window <= j <= i): one too "
-             f"many. It should hold exactly `window` keys, the query's own included: "
-             f"i - window < j <= i."),
-            ((j <= i) & (j > i - window + 1),
-             f"Your window holds window - 1 = {window - 1} keys: one too few. It should hold "
-             f"exactly `window` keys, the query's own included: i - window < j <= i.")]
-
-
-WINDOW_INVERTED = "True in your mask marks the keys a query must NOT see, and False the window."
+def _window_width_detail(args, i):
+    window = args["window"]
+    return [f"Your window holds window + 1 = {window + 1} keys (i - window <= j <= i): one too "
+            f"many. It should hold exactly `window` keys, the query's own included: "
+            f"i - window < j <= i.",
+            f"Your window holds window - 1 = {window - 1} keys: one too few. It should hold "
+            f"exactly `window` keys, the query's own included: i - window < j <= i."][i]
 
 
 def _window_negative_slice(t, window):
@@ -340,9 +354,7 @@ def _window_negative_slice(t, window):
     mask = np.zeros((t, t), dtype=bool)
     for i in range(t):
         mask[i, i - window + 1:i + 1] = True
-    return [(mask, "The first rows of your mask are wrong: in mask[i, start:i + 1] a negative "
-                   "start (i - window + 1 < 0 for the first queries) does not mean 'from 0', "
-                   "it counts from the END of the row, so the slice is empty.")]
+    return mask
 
 
 WINDOW_CASES = {
@@ -363,18 +375,29 @@ WINDOW_MISCONCEPTIONS = [
                   detect=shape_or_dtype("(t, t): one row per query, one column per key")),
     Misconception(WINDOW_NOT_CAUSAL, "combine both bounds: (j <= i) & (j > i - window), "
                                      "with i the query (row) and j the key (column).",
-                  detect=variants(_window_not_causal)),
+                  variants=WINDOW_NOT_CAUSAL_VARIANTS,
+                  detail="Your window also lets query i see keys AFTER it (j > i): a sliding "
+                         "window is causal, query i sees only keys i - window < j <= i."),
     Misconception(OFF_BY_ONE, "the upper bound is j <= i (the query sees itself), not j < i.",
-                  detect=variants(_window_off_by_one)),
+                  variants=WINDOW_OFF_BY_ONE_VARIANTS,
+                  detail="Your mask hides the diagonal: query i does not see key i, its own "
+                         "position. The window is the `window` most recent keys INCLUDING the "
+                         "query's own."),
     Misconception(WINDOW_WIDTH, "the lower bound is strict: j > i - window, so that exactly "
                                 "`window` keys i - window + 1, ..., i are allowed.",
-                  detect=variants(_window_width)),
+                  variants=WINDOW_WIDTH_VARIANTS, detail=_window_width_detail),
     Misconception(INVERTED, INVERTED_FIX,
-                  detect=variants(lambda **_: [], complement=WINDOW_INVERTED)),
+                  variants=(lambda t, window: ~masks.sliding_window(t, window),),
+                  detail="True in your mask marks the keys a query must NOT see, and False "
+                         "the window."),
     Misconception(NEGATIVE_SLICE, "clip the start at 0 (max(i - window + 1, 0)), or build "
                                   "the mask from index grids, (j <= i) & (j > i - window), "
                                   "which needs no special case.",
-                  detect=variants(_window_negative_slice)),
+                  variants=(_window_negative_slice,),
+                  detail="The first rows of your mask are wrong: in mask[i, start:i + 1] a "
+                         "negative start (i - window + 1 < 0 for the first queries) does not "
+                         "mean 'from 0', it counts from the END of the row, so the slice is "
+                         "empty."),
 ]
 
 
@@ -449,6 +472,18 @@ def _dominant_blocked_key():
     return scores_and_mask(s, mask)
 
 
+def _beyond_1e9():
+    """Allowed scores near -3e9 (below a -1e9 sentinel) and a blocked score of 3e9 (which
+    survives an added -1e9): only -inf, or a sentinel near the dtype's minimum, blocks them."""
+    (s,) = arrays(14, (3, 4))
+    mask = np.array([[True, False, True, False],
+                     [True, True, False, True],
+                     [False, True, True, True]])
+    s[0] -= 3e9
+    s[1, 2] = 3e9
+    return scores_and_mask(s, mask)
+
+
 def _float32_near_1000():
     """float32 scores around +1000, every row at the same level: exp overflows, a max does not."""
     (s,) = arrays(13, (3, 5), scale=3.0)
@@ -482,6 +517,8 @@ SOFTMAX_CASES = {
         Case("rows at offsets -50, 0, +1e4, -1e4 (4, 5)", _rows_at_offsets),
         Case("blocked keys scoring 12000 and 12500, far above the allowed keys (3, 4)",
              _dominant_blocked_key),
+        Case("scores beyond 1e9: allowed keys near -3e9, a blocked key scoring 3e9 (3, 4)",
+             _beyond_1e9),
     ],
 }
 
@@ -550,6 +587,9 @@ def mask_with_zero_detect(args, got, expected):
 
 
 def inverted_detect(args, got, expected):
+    """INVERTED: in the rows that have both allowed and blocked keys, the learner's weights
+    equal the softmax over the BLOCKED keys (rows with no allowed or no blocked key say
+    nothing: learners treat them in many ways)."""
     parts = _parts(args, got, expected)
     if parts is None:
         return None
@@ -565,6 +605,14 @@ def inverted_detect(args, got, expected):
 
 
 def mask_after_detect(args, got, expected):
+    """MASK_AFTER, two patterns of damage.
+
+    Renormalised: every wrong row is dead (NaN, inf or all zero) and is a row where a
+    blocked key scores so far above the allowed ones that exp(allowed - blocked)
+    underflows: the softmax, or its maximum, still saw the blocked key. For example the
+    row [1, 2, 1000] with the last key blocked gives [0, 0] / 0.
+    Not renormalised: the weights equal softmax(scores) * mask, rows summing to less than 1.
+    """
     parts = _parts(args, got, expected)
     if parts is None:
         return None
@@ -592,6 +640,8 @@ def mask_after_detect(args, got, expected):
 
 
 def fully_masked_detect(args, got, expected):
+    """FULLY_MASKED: every row with an allowed key is right, and a row with none is not
+    all zero (NaN from -inf - (-inf) or 0/0, uniform from a finite sentinel, or other)."""
     parts = _parts(args, got, expected)
     if parts is None:
         return None
@@ -623,35 +673,27 @@ def _with_sentinel(s, m, c, how):
 
 
 def sentinel_detect(args, got, expected):
-    """SENTINEL: the learner's weights are those of a common finite sentinel, replacing the
-    blocked scores or added to them."""
+    """SENTINEL: the learner's weights are those of a common finite sentinel (-1e4, -1e9,
+    ...) replacing the blocked scores or added to them; failing that, any sentinel: on
+    scores of 1e3 or more, every wrong row puts weight on blocked keys."""
     parts = _parts(args, got, expected)
     if parts is None:
         return None
     s, m, got = parts
     for how in ("replace", "add"):
-        matching = []
+        fits = []
         for c in _SENTINELS:
             with np.errstate(all="ignore"):
                 wrong = _with_sentinel(s, m, c, how)
             if same(got, wrong) and not same(expected, wrong):
-                matching.append(c)
-        if matching:
-            c = min(matching)  # on this input, any of them gives these weights
-            value = f"{c:g}" if len(matching) == 1 else f"a finite number such as {c:g}"
+                fits.append(c)
+        if fits:
+            c = min(fits)  # on this input, any of them gives these weights
+            value = f"{c:g}" if len(fits) == 1 else f"a finite number such as {c:g}"
             verb = (f"replacing the blocked scores by {value}" if how == "replace" else
                     f"adding {value} to the blocked scores")
             return f"Your weights match {verb} instead of -inf. " + _leak(
                 s, m, got, c if how == "replace" else None, c if how == "add" else None)
-    return None
-
-
-def leak_detect(args, got, expected):
-    """SENTINEL, any sentinel: on large scores, every wrong row puts mass on blocked keys."""
-    parts = _parts(args, got, expected)
-    if parts is None:
-        return None
-    s, m, got = parts
     wrong = _wrong_rows(got, expected) & m.any(axis=-1)
     leaked = np.where(m, 0, np.nan_to_num(got)).sum(axis=-1)
     if wrong.any() and np.all(leaked[wrong] > 1e-3) and np.abs(s).max() >= 1e3:
@@ -677,6 +719,9 @@ def _leak(s, m, got, replaced=None, added=None):
 
 
 def global_max_detect(args, got, expected):
+    """GLOBAL_MAX: every wrong row is dead and its largest allowed score sits more than
+    the underflow gap below the largest allowed score of the whole array, so exp of the
+    row minus one global maximum is 0 throughout."""
     parts = _parts(args, got, expected)
     if parts is None:
         return None
@@ -696,6 +741,8 @@ def global_max_detect(args, got, expected):
 
 
 def unstable_detect(args, got, expected):
+    """UNSTABLE: every wrong row is dead and has an allowed score above log(dtype max)
+    (709.8 in float64, 88.7 in float32), where exp without the maximum subtracted is inf."""
     parts = _parts(args, got, expected)
     if parts is None:
         return None
@@ -720,12 +767,24 @@ def _index_without_broadcast(scores, mask):
     return attncore.softmax(x)
 
 
-SENTINEL_FIX = ("block keys with -np.inf, not with a finite number: np.where(mask, scores, "
-                "-np.inf). A sentinel such as -1e4 is safe only far below every allowed score, "
-                "and large scores (near -1e4, or a blocked score of +1e4 that survives an added "
-                "-1e4) defeat it.")
+def _along_axis(a):
+    """The masked softmax along axis a of the scores (None where a is the last axis)."""
+    def variant(scores, mask):
+        if a >= np.ndim(scores) - 1:
+            return None
+        return attncore.softmax(scores, axis=a, mask=np.broadcast_to(mask, np.shape(scores)))
+    return variant
+
 
 SOFTMAX_MISCONCEPTIONS = [
+    two_d_only(_along_axis(1)),
+    Misconception(WRONG_AXIS, "normalise over the keys, the last axis: take the maximum and "
+                              "the sum with axis=-1, keepdims=True, so that every row (one "
+                              "query) sums to 1.",
+                  variants=tuple(_along_axis(a) for a in (0, 1, 2)),
+                  detail=lambda args, a: (f"Your weights are normalised along axis {a} of "
+                                          f"scores of shape {np.shape(args['scores'])}: over "
+                                          f"the queries (or the batch), not over the keys.")),
     Misconception(MASK_WITH_ZERO, "0 is an ordinary score, not 'ignore': when the other scores "
                                   "are negative it is the largest in the row. Set blocked scores "
                                   "to -inf instead: np.where(mask, scores, -np.inf), so that "
@@ -738,7 +797,12 @@ SOFTMAX_MISCONCEPTIONS = [
                                 "such rows become uniform: use -inf, or zero the weights of "
                                 "rows with no allowed key at the end.",
                   detect=fully_masked_detect),
-    Misconception(SENTINEL, SENTINEL_FIX, detect=sentinel_detect),
+    Misconception(SENTINEL, "block keys with -np.inf, not with a finite number: "
+                            "np.where(mask, scores, -np.inf). A sentinel such as -1e4 or -1e9 "
+                            "is safe only far below every allowed score, and large scores "
+                            "(below the sentinel, or a blocked score that survives an added "
+                            "sentinel) defeat it.",
+                  detect=sentinel_detect),
     Misconception(INVERTED, INVERTED_FIX + " Keep scores where mask is True: "
                                           "np.where(mask, scores, -np.inf).",
                   detect=inverted_detect),
@@ -751,12 +815,11 @@ SOFTMAX_MISCONCEPTIONS = [
     Misconception(UNSTABLE, UNSTABLE_FIX + " Take that maximum over the allowed keys only "
                                            "(after setting the blocked ones to -inf).",
                   detect=unstable_detect),
-    Misconception(SENTINEL, SENTINEL_FIX, detect=leak_detect),
     Misconception(UNBROADCAST_INDEX, "a mask may have size-1 axes that broadcast, such as "
                                      "(B, 1, T_k) for scores (B, T_q, T_k); boolean indexing "
                                      "needs the full shape. Use np.where(mask, scores, "
                                      "-np.inf), which broadcasts (and makes a new array).",
-                  wrong=_index_without_broadcast),
+                  variants=(_index_without_broadcast,)),
 ]
 
 

@@ -7,7 +7,7 @@ attncore.invariants.check_rows(W, atol=atol).on_simplex (finite, entries in
 is_row_stochastic returns one bool, so every wrong version "matches" a learner
 whenever both answer wrongly. Its cases are therefore built so that each one is
 answered wrongly by exactly one catalogued misconception (checked by
-tests/test_feedback.py through the wrong solutions in tests/wrong/simplex.py),
+tests/test_catalogue.py through the wrong solutions in tests/wrong/simplex.py),
 and each case's description says what it is about.
 """
 import numpy as np
@@ -17,8 +17,9 @@ from attncore.invariants import check_rows
 
 from ..probe import Case, FunctionSpec, Misconception
 from .common import (
-    GLOBAL_MAX, GLOBAL_MAX_FIX, UNSTABLE, UNSTABLE_FIX, WRONG_AXIS, WRONG_AXIS_FIX, arrays,
-    global_max_softmax, matching, naive_softmax, other_axes, rows_of_different_scales,
+    GLOBAL_MAX, GLOBAL_MAX_FIX, MIN_SUBTRACTED, MIN_SUBTRACTED_FIX, UNSTABLE, UNSTABLE_FIX,
+    WRONG_AXIS, WRONG_AXIS_FIX, along_axis_detail, along_other_axes, arrays, global_max_softmax,
+    min_softmax, naive_softmax, rows_of_different_scales, two_d_only,
 )
 
 ASSIGNMENT = "02-simplex"
@@ -111,17 +112,18 @@ WHOLE = "normalised over the whole array instead of each row"
 KEEPDIMS = "row maximum or row sum without keepdims"
 
 SOFTMAX_MISCONCEPTIONS = [
+    two_d_only(lambda x: attncore.softmax(x, axis=1)),
     Misconception(WRONG_AXIS, WRONG_AXIS_FIX + " With more than two dimensions, axis=1 is not "
                   "the last axis either: write axis=-1.",
-                  detect=other_axes(attncore.softmax, "the softmax")),
+                  variants=along_other_axes(attncore.softmax),
+                  detail=along_axis_detail("the softmax")),
     Misconception(
         WHOLE,
         "divide each row by its own sum: e.sum(axis=-1, keepdims=True), not e.sum() (which "
         "adds up every entry of the array, or of a whole matrix when you loop over the first "
         "axis of a 3-D input).",
-        detect=matching(_normalise_whole_array, _normalise_each_slice,
-                        detail="Your entries add up to 1 over a whole block of rows, not "
-                               "row by row."),
+        variants=(_normalise_whole_array, _normalise_each_slice),
+        detail="Your entries add up to 1 over a whole block of rows, not row by row.",
     ),
     Misconception(
         KEEPDIMS,
@@ -129,17 +131,16 @@ SOFTMAX_MISCONCEPTIONS = [
         "e.sum(axis=-1, keepdims=True) have shape (..., 1), so they line up with the rows. "
         "Without keepdims the shape is (...,), and NumPy lines it up with the last axis "
         "instead (or refuses to broadcast).",
-        wrong=_max_without_keepdims,
-        detect=matching(_max_without_keepdims, _sum_without_keepdims, _neither_keepdims,
-                        detail="Your row maxima or row sums were applied along the wrong "
-                               "axis: entry (i, j) was shifted or divided by the value of "
-                               "row j instead of row i."),
+        variants=(_max_without_keepdims, _sum_without_keepdims, _neither_keepdims),
+        detail="Your row maxima or row sums were applied along the wrong axis: entry (i, j) "
+               "was shifted or divided by the value of row j instead of row i.",
     ),
+    Misconception(MIN_SUBTRACTED, MIN_SUBTRACTED_FIX, variants=(min_softmax,)),
     Misconception(UNSTABLE, UNSTABLE_FIX,
-                  detect=matching(naive_softmax, _unstabilised_log_sum_exp, _clipped_naive,
-                                  detail="exp of these scores overflows (or underflows to 0) "
-                                         "unless each row's maximum is subtracted first.")),
-    Misconception(GLOBAL_MAX, GLOBAL_MAX_FIX, wrong=global_max_softmax),
+                  variants=(naive_softmax, _unstabilised_log_sum_exp, _clipped_naive),
+                  detail="exp of these scores overflows (or underflows to 0) unless each row's "
+                         "maximum is subtracted first."),
+    Misconception(GLOBAL_MAX, GLOBAL_MAX_FIX, variants=(global_max_softmax,)),
 ]
 
 
@@ -265,13 +266,6 @@ def _array_returned(args, got, expected):
             f"the question is about the whole of W, so the answer is one True or False.")
 
 
-def _columns_detect(args, got, expected):
-    """Sums along any axis but the last (axis 0 or 1 of a 3-D W are not rows either)."""
-    return matching(*[_columns(a) for a in range(np.ndim(args["W"]) - 1)],
-                    detail="Your answer fits sums taken down the columns (or along another "
-                           "axis than the last).")(args, got, expected)
-
-
 ROW_MISCONCEPTIONS = [
     Misconception("an array instead of one bool",
                   "combine the per-row checks into one answer with np.all(...) and return "
@@ -279,35 +273,39 @@ ROW_MISCONCEPTIONS = [
     Misconception("columns checked instead of rows",
                   "a row is the last axis: sum with W.sum(axis=-1) and compare every row sum "
                   "with 1 (axis=0 or axis=1 adds up columns or whole matrices).",
-                  detect=_columns_detect),
+                  variants=tuple(lambda W, atol=1e-6, a=a: _columns(a)(W, atol)
+                                 if a < np.ndim(W) - 1 else None for a in (0, 1)),
+                  detail="Your answer fits sums taken down the columns (or along another axis "
+                         "than the last)."),
     Misconception("total of all entries checked instead of each row",
                   "check each row sum separately: np.abs(W.sum(axis=-1) - 1) <= atol for "
                   "every row. Rows summing to 1.2 and 0.8 have the right total but are not "
-                  "distributions.", wrong=_total),
+                  "distributions.", variants=(_total,)),
     Misconception("negative entries not rejected",
                   "a probability cannot be negative: also require np.all(W >= 0). A row like "
                   "[0.625, 0.625, -0.25] sums to 1 and is still not a distribution.",
-                  wrong=_no_lower_bound),
+                  variants=(_no_lower_bound,)),
     Misconception("entries above 1 not rejected",
                   "also require np.all(W <= 1): with a tolerance on the sum, an entry can be "
                   "above 1 while the row sum is still within atol of 1.",
-                  wrong=_no_upper_bound),
+                  variants=(_no_upper_bound,)),
     Misconception("0 and 1 excluded (strict inequalities)",
                   "entries may equal 0 or 1 exactly (one-hot rows, masked keys): test "
-                  "W >= 0 and W <= 1, not W > 0 and W < 1.", wrong=_strict),
+                  "W >= 0 and W <= 1, not W > 0 and W < 1.", variants=(_strict,)),
     Misconception("tolerance other than atol",
                   "use the atol you are given, and only it: np.abs(row_sums - 1) <= atol. "
                   "np.allclose / np.isclose add a relative tolerance rtol=1e-05 unless you "
                   "pass rtol=0, and a hard-coded 1e-6 ignores the caller's atol.",
-                  detect=matching(_fixed_atol, _allclose_defaults, _allclose_with_rtol)),
+                  variants=(_fixed_atol, _allclose_defaults, _allclose_with_rtol)),
     Misconception("exact equality instead of the tolerance",
                   "floating-point row sums are 1 only up to rounding: compare "
-                  "np.abs(row_sums - 1) <= atol instead of row_sums == 1.", wrong=_exact),
+                  "np.abs(row_sums - 1) <= atol instead of row_sums == 1.", variants=(_exact,)),
     Misconception("NaN rows accepted",
                   "every comparison with NaN is False, so 'no entry is < 0 and no sum is off' "
                   "lets a NaN row through: test np.all(np.isfinite(W)) first, and phrase "
                   "the checks positively (np.all(W >= 0), np.all(abs(sums - 1) <= atol)).",
-                  wrong=_nan_passes),
+                  variants=(_nan_passes,)),
+    two_d_only(),
 ]
 
 

@@ -5,11 +5,12 @@ Each is compared with attncore: softmax_one, sparsemax and linear_attention.
 import numpy as np
 
 import attncore
-from attncore.feature_maps import ELU_PLUS_ONE, EXP, EXP_PAIRS, RELU_PLUS_EPS
+from attncore.feature_maps import ELU_PLUS_ONE, EXP, EXP_PAIRS, RELU_PLUS_EPS, FeatureMap
 
 from ..probe import Case, FunctionSpec, Misconception
 from .common import (
-    GLOBAL_MAX, GLOBAL_MAX_FIX, UNSTABLE, arrays, matching, other_axes, rows_of_different_scales,
+    GLOBAL_MAX, GLOBAL_MAX_FIX, UNSTABLE, along_axis_detail, along_other_axes, arrays,
+    rows_of_different_scales, two_d_only,
 )
 
 ASSIGNMENT = "06-variants"
@@ -109,6 +110,18 @@ def _softmax_one_global_max(x):
     return e / (np.exp(-m) + e.sum(axis=-1, keepdims=True))
 
 
+def _n_in_denominator(x):
+    e = np.exp(x)
+    return e / (x.shape[-1] + e.sum(axis=-1, keepdims=True))
+
+
+def _n_in_denominator_shifted(x):
+    """Stabilised, with n exp(-m) where exp(-m) belongs."""
+    m = np.maximum(x.max(axis=-1, keepdims=True), 0)
+    e = np.exp(x - m)
+    return e / (x.shape[-1] * np.exp(-m) + e.sum(axis=-1, keepdims=True))
+
+
 STABILISED_WRONGLY = "softmax-1 stabilised wrongly"
 FORGOT_ONE = "the 1 in the denominator forgotten (plain softmax)"
 
@@ -117,7 +130,7 @@ SOFTMAX_ONE_MISCONCEPTIONS = [
         FORGOT_ONE,
         "softmax-1 divides by 1 + sum_j exp(x_j), not by sum_j exp(x_j): its rows sum to "
         "LESS than 1 (the missing mass goes to an implicit extra key of score 0).",
-        wrong=lambda x: attncore.softmax(x),
+        variants=(lambda x: attncore.softmax(x),),
     ),
     Misconception(
         STABILISED_WRONGLY,
@@ -125,35 +138,43 @@ SOFTMAX_ONE_MISCONCEPTIONS = [
         "1 = exp(0) becomes exp(0 - m) = exp(-m). Take m = max(0, row max) "
         "(np.maximum(x.max(axis=-1, keepdims=True), 0)), then "
         "out = exp(x - m) / (exp(-m) + sum_j exp(x_j - m)).",
-        detect=matching(_one_kept_as_one, _one_as_exp_plus_m, _one_as_exp_plus_m_unclamped,
-                        _clamped_one_kept,
-                        detail=lambda args, i: [
-                            "Your weights match exp(x - m) / (1 + sum_j exp(x_j - m)) with m "
-                            "the row max: the scores were shifted, the 1 was not.",
-                            "Your weights match exp(x - m) / (exp(+m) + sum_j exp(x_j - m)): "
-                            "the 1 was shifted the wrong way (exp(+m) instead of exp(-m)).",
-                            "Your weights match exp(x - m) / (exp(+m) + sum_j exp(x_j - m)) "
-                            "with m the row max: the 1 was shifted the wrong way.",
-                            "Your weights match exp(x - m) / (1 + sum_j exp(x_j - m)) with "
-                            "m = max(0, row max): the scores were shifted, the 1 was not.",
-                        ][i]),
+        variants=(_one_kept_as_one, _one_as_exp_plus_m, _one_as_exp_plus_m_unclamped,
+                  _clamped_one_kept),
+        detail=[
+            "Your weights match exp(x - m) / (1 + sum_j exp(x_j - m)) with m the row max: the "
+            "scores were shifted, the 1 was not.",
+            "Your weights match exp(x - m) / (exp(+m) + sum_j exp(x_j - m)): the 1 was shifted "
+            "the wrong way (exp(+m) instead of exp(-m)).",
+            "Your weights match exp(x - m) / (exp(+m) + sum_j exp(x_j - m)) with m the row "
+            "max: the 1 was shifted the wrong way.",
+            "Your weights match exp(x - m) / (1 + sum_j exp(x_j - m)) with m = max(0, row "
+            "max): the scores were shifted, the 1 was not.",
+        ],
     ),
+    two_d_only(lambda x: attncore.softmax_one(x, axis=1)),
     Misconception(
         "softmax-1 over the wrong axis",
         "normalise each row, the last axis: reduce with axis=-1, keepdims=True.",
-        detect=other_axes(attncore.softmax_one, "softmax-1"),
+        variants=along_other_axes(attncore.softmax_one), detail=along_axis_detail("softmax-1"),
     ),
     Misconception(
         UNSTABLE,
         "exp of a large score overflows. Subtract m = max(0, row max) from every score and "
         "write the 1 as exp(-m): out = exp(x - m) / (exp(-m) + sum_j exp(x_j - m)). Then no "
         "exponent is positive, and the denominator is at least 1 whenever m > 0.",
-        detect=matching(_softmax_one_naive, _softmax_one_rescaled, _softmax_one_clamp_wrong_way,
-                        detail="exp of these scores overflows unless each row is shifted "
-                               "first."),
+        variants=(_softmax_one_naive, _softmax_one_rescaled, _softmax_one_clamp_wrong_way),
+        detail="exp of these scores overflows unless each row is shifted first.",
+    ),
+    Misconception(
+        "n instead of 1 in the softmax-1 denominator",
+        "the extra term is ONE implicit key of score 0, so it adds exp(0) = 1 to the "
+        "denominator, whatever the number of keys n: exp(x_j) / (1 + sum_k exp(x_k)).",
+        variants=(_n_in_denominator, _n_in_denominator_shifted),
+        detail="Your weights match exp(x_j) / (n + sum_k exp(x_k)) with n the number of keys: "
+               "one extra 1 per key instead of a single 1.", finite=True,
     ),
     Misconception(GLOBAL_MAX, GLOBAL_MAX_FIX + " (For softmax-1: m = max(0, row max), per row.)",
-                  wrong=_softmax_one_global_max),
+                  variants=(_softmax_one_global_max,)),
 ]
 
 
@@ -273,39 +294,92 @@ def _sparsemax_unclipped(x):
     return x - _tau(x)
 
 
+def _tau_zero_based_index(x):
+    """k = 0, 1, ...: the largest index k with 1 + k z_k > c_k, and tau = (c_k - 1) / k."""
+    z = _sorted_desc(x)
+    cumulative = np.cumsum(z, axis=-1)
+    k = np.arange(x.shape[-1])
+    last = np.max(np.where(1 + k * z > cumulative, k, 0), axis=-1, keepdims=True)
+    return (np.take_along_axis(cumulative, last, axis=-1) - 1) / last
+
+
+def _tau_ascending_index(x):
+    """Ascending sort; tau from the largest k = 1, ..., n with 1 + k z_k > c_k."""
+    z = np.sort(x, axis=-1)
+    cumulative = np.cumsum(z, axis=-1)
+    k = _k(x)
+    last = np.max(np.where(1 + k * z > cumulative, k, 1), axis=-1, keepdims=True)
+    return (np.take_along_axis(cumulative, last - 1, axis=-1) - 1) / last
+
+
+def _fitted_threshold(args, got, expected):
+    """THRESHOLD_WRONG for any threshold: the learner's row is max(x - t, 0) for one t per
+    row (read off the entries above 0), and t is not the sparsemax threshold."""
+    x, got = np.asarray(args["x"], float), np.asarray(got, float)
+    if got.shape != x.shape or not np.all(np.isfinite(got)) or np.any(got < 0):
+        return None
+    t = np.where(got > 0, x - got, np.nan)
+    t_row = np.nanmean(t, axis=-1, keepdims=True)
+    fits = np.all((got == 0) | np.isclose(t, t_row, rtol=1e-6, atol=1e-6), axis=-1)
+    if not np.all(fits & np.any(got > 0, axis=-1)):
+        return None
+    index = np.unravel_index(np.argmax(np.abs(got - expected).max(axis=-1)), x.shape[:-1])
+    return (f"Your weights are max(x - t, 0) with t = {t_row[index].item():.4g} in row "
+            f"{index if len(index) > 1 else index[0]}, where the threshold tau is "
+            f"{_tau(x)[index].item():.4g}: your row sums to {got[index].sum():.4g}, not 1.")
+
+
 THRESHOLD_WRONG = "sparsemax threshold wrong"
+THRESHOLD_FIX = ("sort each row in DESCENDING order, z = -np.sort(-x, axis=-1); with k = 1, 2, "
+                 "..., n (not 0, 1, ...) and the cumulative sums c_k of z, the support size is "
+                 "k(z) = the number of k with 1 + k z_k > c_k; then tau = (c_{k(z)} - 1) / k(z) "
+                 "(the cumulative sum at position k(z), 1-based, divided by k(z)), and "
+                 "out = np.maximum(x - tau, 0).")
 
 SPARSEMAX_MISCONCEPTIONS = [
     Misconception(
         "sparsemax weights in sorted order",
         "sort only to find tau; then apply it to the scores in their original order: "
         "out = np.maximum(x - tau, 0), not np.maximum(z_sorted - tau, 0).",
-        wrong=_sparsemax_sorted_order,
+        variants=(_sparsemax_sorted_order,),
     ),
     Misconception(
-        THRESHOLD_WRONG,
-        "sort each row in DESCENDING order, z = -np.sort(-x, axis=-1); with k = 1, 2, ..., n "
-        "(not 0, 1, ...) and the cumulative sums c_k of z, the support size is "
-        "k(z) = the number of k with 1 + k z_k > c_k; then tau = (c_{k(z)} - 1) / k(z) "
-        "(the cumulative sum at position k(z), 1-based, divided by k(z)), and "
-        "out = np.maximum(x - tau, 0).",
-        detect=matching(*[_clipped(t) for t in (
-            _tau_zero_based_k, _tau_unsorted, _tau_unsorted_cumsum, _tau_ascending,
-            _tau_all_entries, _tau_size_plus_one, _tau_next_cumsum, _tau_first_false,
-            _tau_max_minus_one)],
-            detail="Your weights are max(x - tau, 0) with a threshold tau computed from the "
-                   "wrong support or the wrong sums, so the rows do not sum to 1."),
+        "sparsemax with k counted from 0",
+        "k runs over 1, 2, ..., n: np.arange(1, n + 1). With k = 0, 1, ... the test "
+        "1 + k z_k > c_k and the division by k(z) are both off by one. " + THRESHOLD_FIX,
+        variants=(_clipped(_tau_zero_based_k), _clipped(_tau_zero_based_index)),
+        detail="Your weights match a threshold computed with k = 0, 1, ..., n - 1 "
+               "(np.arange(n)) instead of k = 1, ..., n.",
+    ),
+    Misconception(
+        "sparsemax sorted in ascending order",
+        "sparsemax needs the LARGEST scores first: z = -np.sort(-x, axis=-1) (or "
+        "np.sort(x, axis=-1)[..., ::-1]); np.sort alone sorts in ascending order. "
+        + THRESHOLD_FIX,
+        variants=(_clipped(_tau_ascending), _clipped(_tau_ascending_index)),
+        detail="Your weights match a threshold computed from the scores sorted in ascending "
+               "order (np.sort without reversing).",
+    ),
+    Misconception(
+        THRESHOLD_WRONG, THRESHOLD_FIX,
+        variants=tuple(_clipped(t) for t in (
+            _tau_unsorted, _tau_unsorted_cumsum, _tau_all_entries, _tau_size_plus_one,
+            _tau_next_cumsum, _tau_first_false, _tau_max_minus_one)),
+        detail="Your weights are max(x - tau, 0) with a threshold tau computed from the wrong "
+               "support or the wrong sums, so the rows do not sum to 1.",
+        detect=_fitted_threshold,
     ),
     Misconception(
         "sparsemax without the clip at 0",
         "the scores below the threshold get weight exactly 0: return np.maximum(x - tau, 0), "
         "not x - tau.",
-        wrong=_sparsemax_unclipped,
+        variants=(_sparsemax_unclipped,),
     ),
+    two_d_only(lambda x: attncore.sparsemax(x, axis=1)),
     Misconception(
         "sparsemax over the wrong axis",
         "sort, sum and threshold each row, along the last axis (axis=-1).",
-        detect=other_axes(attncore.sparsemax, "sparsemax"),
+        variants=along_other_axes(attncore.sparsemax), detail=along_axis_detail("sparsemax"),
     ),
 ]
 
@@ -372,10 +446,6 @@ def _phi_in_numerator_only(Q, K, V, feature_map):
     return (feature_map(Q) @ (feature_map(K).T @ V)) / (Q @ K.sum(axis=0))[:, None]
 
 
-def _phi_nowhere(Q, K, V, feature_map):
-    return (Q @ (K.T @ V)) / (Q @ K.sum(axis=0))[:, None]
-
-
 def _phi_on_v_too(Q, K, V, feature_map):
     return attncore.linear_attention(Q, K, feature_map(V), feature_map)
 
@@ -393,6 +463,21 @@ def _softmax_of_features(Q, K, V, feature_map):
     return attncore.softmax(feature_map(Q) @ feature_map(K).T) @ V
 
 
+def _linear_with(feature_map):
+    """Linear attention with a fixed feature map, whatever feature_map is passed."""
+    return lambda Q, K, V, _: attncore.linear_attention(Q, K, V, feature_map)
+
+
+def _phi_of_scores(scaled):
+    """The feature map applied to the scores Q K^T (scaled: by 1/sqrt(d_k)), normalised."""
+    def run(Q, K, V, feature_map):
+        A = feature_map(Q @ K.T / (np.sqrt(Q.shape[-1]) if scaled else 1.0))
+        return (A / A.sum(axis=-1, keepdims=True)) @ V
+    return run
+
+
+# The maps a learner may use in place of the one passed (the last: none at all).
+FIXED_MAPS = (ELU_PLUS_ONE, RELU_PLUS_EPS, EXP, FeatureMap("no feature map at all", lambda x: x))
 WITHOUT_NORMALISER = "linear attention without its normaliser"
 
 LINEAR_MISCONCEPTIONS = [
@@ -402,46 +487,61 @@ LINEAR_MISCONCEPTIONS = [
         "phi_q = feature_map(Q) and phi_k = feature_map(K), "
         "out = (phi_q @ (phi_k.T @ V)) / (phi_q @ phi_k.sum(axis=0))[:, None]. "
         "It makes the weights of each query sum to 1, as softmax does.",
-        detect=matching(_unnormalised, _divided_by_t_k, _divided_by_feature_sum,
-                        detail=lambda args, i: [
-                            "Your output is phi(Q) (phi(K)^T V) with no division at all.",
-                            "You divided by the number of keys T_k, not by each query's own "
-                            "normaliser phi(q_i)^T sum_j phi(k_j).",
-                            "You divided by one number for all queries (the sum of every "
-                            "feature of every key), not by phi(q_i)^T sum_j phi(k_j).",
-                        ][i]),
+        variants=(_unnormalised, _divided_by_t_k, _divided_by_feature_sum),
+        detail=[
+            "Your output is phi(Q) (phi(K)^T V) with no division at all.",
+            "You divided by the number of keys T_k, not by each query's own normaliser "
+            "phi(q_i)^T sum_j phi(k_j).",
+            "You divided by one number for all queries (the sum of every feature of every "
+            "key), not by phi(q_i)^T sum_j phi(k_j).",
+        ],
+    ),
+    Misconception(
+        "feature_map argument ignored",
+        "use the feature_map you are given, phi_q = feature_map(Q) and phi_k = "
+        "feature_map(K), rather than a map of your own (or none): the tests pass several "
+        "maps, elu(x) + 1, relu(x) + 1e-3, exp(x) and one with 2 d_k features.",
+        variants=tuple(_linear_with(fixed) for fixed in FIXED_MAPS),
+        detail=lambda args, i: (f"This test passes feature_map = {args['feature_map'].name}, "
+                                f"but your output is what {FIXED_MAPS[i].name} gives."),
+    ),
+    Misconception(
+        "feature map applied to the scores instead of to Q and K",
+        "linear attention maps the queries and the keys, then takes dot products: "
+        "phi(q_i)^T phi(k_j). It never forms the scores q_i . k_j, and phi(q_i . k_j) is "
+        "a different number.",
+        variants=(_phi_of_scores(False), _phi_of_scores(True)),
+        detail="Your weights match feature_map(Q @ K.T) normalised over the keys.",
     ),
     Misconception(
         "feature map applied to only one of Q or K",
         "apply feature_map to Q AND to K, in the numerator and in the normaliser: "
         "phi_q = feature_map(Q), phi_k = feature_map(K), and use only phi_q and phi_k after "
         "that (V is not mapped).",
-        detect=matching(_phi_on_q_only, _phi_on_k_only, _phi_in_numerator_only, _phi_nowhere,
-                        detail=lambda args, i: [
-                            "Your output matches phi applied to Q only (K used raw).",
-                            "Your output matches phi applied to K only (Q used raw).",
-                            "Your output matches phi in the numerator but raw Q and K in the "
-                            "normaliser.",
-                            "Your output matches no feature map at all.",
-                        ][i]),
+        variants=(_phi_on_q_only, _phi_on_k_only, _phi_in_numerator_only),
+        detail=[
+            "Your output matches phi applied to Q only (K used raw).",
+            "Your output matches phi applied to K only (Q used raw).",
+            "Your output matches phi in the numerator but raw Q and K in the normaliser.",
+        ],
     ),
     Misconception(
         "feature map applied to V",
         "the feature map replaces exp(q . k) only: map Q and K, and mix the values V as "
         "they are.",
-        wrong=_phi_on_v_too,
+        variants=(_phi_on_v_too,),
     ),
     Misconception(
         "weights normalised over the queries instead of the keys",
         "each query's weights phi(q_i)^T phi(k_j) are divided by their sum over the keys j "
         "(a row sum, axis=-1), not over the queries.",
-        wrong=_normalised_over_queries,
+        variants=(_normalised_over_queries,),
     ),
     Misconception(
         "softmax attention instead of linear attention",
         "linear attention has no exp and no softmax: the weight of key j for query i is "
         "phi(q_i)^T phi(k_j) / sum_l phi(q_i)^T phi(k_l), with the feature_map you are given.",
-        detect=matching(_softmax_attention, _softmax_of_features),
+        variants=(_softmax_attention, _softmax_of_features),
     ),
 ]
 
