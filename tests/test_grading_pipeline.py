@@ -114,6 +114,7 @@ def test_feedback_html_needs_no_network(course):
             / "01-convention.html").read_text()
     assert "not written yet" in html
     assert "cdn.jsdelivr" not in html and "cdnjs" not in html and "unpkg" not in html
+    assert "window.MathJax" in html and "tex-svg" not in html.split("<script>")[0]
 
 
 def test_student_data_stays_under_the_work_folder(tmp_path):

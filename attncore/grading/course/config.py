@@ -7,6 +7,7 @@ so the scores and the feedback come from course.runner and nbgrader's SaveAutoGr
 records them as usual.
 """
 import os
+from pathlib import Path
 
 from traitlets.config import Config
 
@@ -15,6 +16,29 @@ from .layout import RELEASE, SOURCE, WORK
 COURSE_ID = "attention-matrix"
 # A learner's file in an LMS download is "<student id>_<assignment>.ipynb".
 ZIP_FILE_NAME = r"(?P<student_id>[^_]+)_(?P<file_id>.+)"
+
+
+TEMPLATES = Path(__file__).parent / "templates"
+
+
+def offline_mathjax(name):
+    """The text of MathJax 3's file `name`, from the copy that the sphinx-mathjax-offline
+    package ships (the book's MathJax too), for feedback pages that need no network."""
+    from importlib.metadata import PackageNotFoundError, distribution
+
+    try:
+        files = distribution("sphinx-mathjax-offline")
+    except PackageNotFoundError:
+        raise ImportError("feedback pages inline MathJax from sphinx-mathjax-offline: "
+                          "pip install 'attncore[grading]'") from None
+    path = files.locate_file(f"sphinx-mathjax-offline/static/mathjax/{name}")
+    return Path(path).read_text(encoding="utf-8")
+
+
+def _nbgrader_templates():
+    import nbgrader
+
+    return str(Path(nbgrader.__file__).parent / "server_extensions" / "formgrader" / "templates")
 
 
 def course_config(root):
@@ -38,6 +62,9 @@ def course_config(root):
     c.ExportPlugin.to = os.path.join(work, "grades.csv")
     c.ZipCollectApp.downloaded_directory = os.path.join(work, "downloaded")
     c.FileNameCollectorPlugin.named_regexp = ZIP_FILE_NAME
+    c.HTMLExporter.template_name = "attncore_feedback"
+    c.HTMLExporter.extra_template_basedirs = [str(TEMPLATES), _nbgrader_templates()]
+    c.HTMLExporter.filters = {"offline_mathjax": offline_mathjax}
     c.ClearSolutions.code_stub = {"python": "# YOUR CODE HERE\nraise NotImplementedError()"}
     c.ClearSolutions.text_stub = "YOUR ANSWER HERE"
     default = Autograde.class_traits()["autograde_preprocessors"].default()
