@@ -2,7 +2,8 @@
 
 Nothing is unpickled: arrays travel through np.save/np.load with allow_pickle=False, and
 every other value must be None, a bool, an int, a float, a string, a feature map of
-attncore.feature_maps (sent by its name), or a list, tuple or dict of these. A value of
+attncore.feature_maps (sent by its name), the weights of a layer (attncore.bert's
+AttentionWeights, sent field by field), or a list, tuple or dict of these. A value of
 any other type arrives as Opaque(its type name), so a worker can never make the grader
 run code by what it sends.
 """
@@ -10,13 +11,15 @@ import base64
 import io
 import json
 import struct
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 
 import numpy as np
 
+from ...bert import AttentionWeights
 from ...feature_maps import BY_NAME, FeatureMap
 
 _LENGTH = struct.Struct(">Q")
+_LAYER = fields(AttentionWeights)
 MAX_FRAME = 1 << 30
 
 
@@ -44,6 +47,8 @@ def encode(value):
         return {"list" if isinstance(value, list) else "tuple": [encode(v) for v in value]}
     if isinstance(value, FeatureMap) and BY_NAME.get(value.name) is value:
         return {"feature_map": value.name}
+    if type(value) is AttentionWeights:
+        return {"attention_weights": {f.name: encode(getattr(value, f.name)) for f in _LAYER}}
     if isinstance(value, dict) and all(isinstance(k, str) for k in value):
         return {"dict": {k: encode(v) for k, v in value.items()}}
     return {"opaque": type(value).__name__}
@@ -64,6 +69,9 @@ def decode(data):
         return tuple(decode(v) for v in data["tuple"])
     if data.get("feature_map") in BY_NAME:
         return BY_NAME[data["feature_map"]]
+    layer = data.get("attention_weights")
+    if isinstance(layer, dict) and set(layer) == {f.name for f in _LAYER}:
+        return AttentionWeights(**{name: decode(v) for name, v in layer.items()})
     if "dict" in data:
         return {k: decode(v) for k, v in data["dict"].items()}
     return Opaque(str(data.get("opaque", "unknown")))

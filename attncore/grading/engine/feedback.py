@@ -5,6 +5,8 @@ Jupyter a custom handler prints only its message, not a traceback through the
 grader's internals, so the learner reads: which misconception, the smallest
 input where it shows, what came back, what was expected, and how to fix it.
 """
+import dataclasses
+
 import numpy as np
 
 
@@ -33,6 +35,13 @@ def show(value, indent="    "):
     if isinstance(value, np.ndarray):
         with np.printoptions(precision=4, suppress=True, threshold=60, edgeitems=3, linewidth=88):
             text = f"array of shape {value.shape}, dtype {value.dtype}:\n{value}"
+    elif isinstance(value, tuple) and any(isinstance(v, np.ndarray) for v in value):
+        text = f"a tuple of {len(value)}:\n" + "\n".join(
+            f"[{i}] {show(v, '    ').lstrip()}" for i, v in enumerate(value))
+    elif dataclasses.is_dataclass(value) and not isinstance(value, type):
+        text = f"{type(value).__name__} with\n" + "\n".join(
+            f"{f.name} = {show(getattr(value, f.name), '    ').lstrip()}"
+            for f in dataclasses.fields(value))
     else:
         text = repr(value)
     return "\n".join(indent + line for line in text.splitlines())

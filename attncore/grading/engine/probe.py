@@ -125,8 +125,17 @@ def tolerances(expected, rtol=None):
     return rtol, loose * 1e-3 * scale
 
 
+def several(expected):
+    """Is expected a tuple of results with different shapes, such as (output, weights)?"""
+    return isinstance(expected, tuple) and len({np.shape(v) for v in expected}) > 1
+
+
 def same(a, b, rtol=None):
-    """a and b have one shape and agree within tolerance (NaN matches NaN)."""
+    """a and b have one shape and agree within tolerance (NaN matches NaN); when b is
+    several results, a must be as many, each agreeing with its counterpart."""
+    if several(b):
+        return isinstance(a, (tuple, list)) and len(a) == len(b) and all(
+            same(x, y, rtol) for x, y in zip(a, b))
     try:
         a, b = np.asarray(a), np.asarray(b)
     except Exception:  # a ragged or odd return value
@@ -302,6 +311,8 @@ def _shows(variant, arguments, got, expected, rtol=None, finite=False):
 
 def _generic(got, expected):
     """What is wrong when no catalogued misconception explains it."""
+    if several(expected):
+        return _generic_several(got, expected)
     got_array, expected = np.asarray(got), np.asarray(expected)
     if got_array.shape != expected.shape:
         return (SHAPE_OR_DTYPE,
@@ -323,6 +334,24 @@ def _generic(got, expected):
     at = f" First difference at index {where}: got {got_array[where]}, expected {expected[where]}." if where else ""
     return ("wrong values", f"No known mistake matches exactly.{at}",
             "compare your steps with the definition in the exercise text on this small input.")
+
+
+def _generic_several(got, expected):
+    """_generic for a function that returns several results: the first one that differs."""
+    shapes = ", ".join(f"an array of shape {np.shape(e)}" for e in expected)
+    if not isinstance(got, (tuple, list)) or len(got) != len(expected):
+        kind = f"an array of shape {got.shape}" if isinstance(got, np.ndarray) else \
+            f"a {type(got).__name__}" + (f" of {len(got)}" if isinstance(got, (tuple, list)) else "")
+        return (SHAPE_OR_DTYPE,
+                f"Your function returned {kind}; the expected result is a tuple of "
+                f"{len(expected)}: {shapes}.",
+                f"return all {len(expected)} results, in the order the exercise gives "
+                f"(return first, second).")
+    for index, (mine, theirs) in enumerate(zip(got, expected)):
+        if not same(mine, theirs):
+            headline, detail, fix = _generic(mine, theirs)
+            return headline, f"Result {index} of the tuple you returned: {detail}", fix
+    return ("wrong values", "No known mistake matches exactly.", "")
 
 
 def _unchanged(before, after):
