@@ -13,7 +13,7 @@ import nbformat
 import pytest
 
 from attncore.grading.course.layout import function_of, parse_grade_id
-from attncore.grading.course.runner import test_cells
+from attncore.grading.course import runner
 from attncore.grading.engine import ASSIGNMENTS, SPECS
 from attncore.grading.engine.probe import GENERIC
 
@@ -58,7 +58,7 @@ REQUIRED = {
 
 def only_tests_of(notebook, function):
     """The notebook without the test cells of the other functions (they cost time only)."""
-    others = {id(cell) for grade_id, cell in test_cells(notebook.cells)
+    others = {id(cell) for grade_id, cell in runner.test_cells(notebook.cells)
               if function_of(grade_id) != function}
     notebook.cells = [cell for cell in notebook.cells if id(cell) not in others]
     return notebook
@@ -92,7 +92,7 @@ def test_wrong_solutions_name_catalogued_misconceptions(assignment):
 @pytest.mark.parametrize("assignment", list(MODULES))
 def test_every_suite_is_run_by_a_test_cell(assignment):
     notebook = nbformat.read(source_notebook(assignment), as_version=4)
-    run = {parse_grade_id(grade_id) for grade_id, _ in test_cells(notebook.cells)}
+    run = {parse_grade_id(grade_id) for grade_id, _ in runner.test_cells(notebook.cells)}
     declared = {(function, suite) for function in ASSIGNMENTS[assignment]
                 for suite in SPECS[function].suites}
     assert declared <= run, f"suites no test cell runs: {sorted(declared - run)}"

@@ -285,4 +285,62 @@ def masked_softmax(scores, mask):
     s = e.sum(axis=-1, keepdims=True)
     return np.where(s > 0, e / np.where(s > 0, s, 1), 0)
 '''),
+    # upper instead of lower triangle (triu instead of tril)
+    Wrong("causal_mask", "upper instead of lower triangle (triu instead of tril)", '''
+def causal_mask(t_q, t_k):
+    return np.triu(np.ones((t_q, t_k), dtype=bool), k=t_k - t_q)
+'''),
+    Wrong("causal_mask", "upper instead of lower triangle (triu instead of tril)", '''
+def causal_mask(t_q, t_k):
+    mask = np.ones((t_q, t_k), dtype=bool)
+    return np.triu(mask)          # keep the diagonal and what lies on one side of it
+'''),
+    # padding on the wrong side
+    Wrong("key_padding_mask", "padding on the wrong side", '''
+def key_padding_mask(lengths, t_k):
+    j = np.arange(t_k)[None, None, :]
+    return j >= t_k - lengths[:, None, None]       # the real tokens are the last ones
+'''),
+    Wrong("key_padding_mask", "padding on the wrong side", '''
+def key_padding_mask(lengths, t_k):
+    mask = np.zeros((len(lengths), 1, t_k), dtype=bool)
+    for b, n in enumerate(lengths):
+        mask[b, 0, t_k - n:] = True
+    return mask
+'''),
+    # masked softmax over the wrong axis
+    Wrong("masked_softmax", "masked softmax over the wrong axis", '''
+def masked_softmax(scores, mask):
+    x = np.where(mask, scores, -np.inf)
+    m = np.max(x, axis=0, keepdims=True)
+    m = np.where(np.isfinite(m), m, 0)
+    e = np.exp(x - m)
+    total = e.sum(axis=0, keepdims=True)
+    return e / np.where(total > 0, total, 1)
+'''),
+    Wrong("masked_softmax", "masked softmax over the wrong axis", '''
+def masked_softmax(scores, mask):
+    x = np.where(mask, scores, -np.inf)
+    x = x - np.max(x, axis=-2, keepdims=True)     # normalise each column
+    e = np.nan_to_num(np.exp(x))
+    s = e.sum(axis=-2, keepdims=True)
+    return np.divide(e, s, out=np.zeros_like(e), where=s > 0)
+'''),
+    # finite sentinel too weak for the scores: -1e9 beaten by scores beyond 1e9
+    Wrong("masked_softmax", "finite sentinel too weak for the scores", '''
+def masked_softmax(scores, mask):
+    x = np.where(mask, scores, -1e9)              # "minus infinity" for practical purposes
+    x = x - x.max(axis=-1, keepdims=True)
+    e = np.exp(x) * mask                          # rows with no allowed key: all zero
+    total = e.sum(axis=-1, keepdims=True)
+    return (e / np.where(total > 0, total, 1)).astype(scores.dtype)
+'''),
+    Wrong("masked_softmax", "finite sentinel too weak for the scores", '''
+def masked_softmax(scores, mask):
+    bias = np.where(mask, 0.0, -1e9)              # an additive mask, as in BERT
+    x = scores + bias
+    e = np.exp(x - x.max(axis=-1, keepdims=True))
+    e = e * np.any(mask, axis=-1, keepdims=True)  # a row with no allowed key: all zero
+    return (e / e.sum(axis=-1, keepdims=True).clip(min=1e-30)).astype(scores.dtype)
+'''),
 ]

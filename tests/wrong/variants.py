@@ -73,7 +73,7 @@ def softmax_one(x):
     return out
 '''),
     # ----------------------------------------------------------- sparsemax
-    Wrong("sparsemax", "sparsemax threshold wrong", '''
+    Wrong("sparsemax", "sparsemax with k counted from 0", '''
 def sparsemax(x):
     z = -np.sort(-x, axis=-1)
     cs = np.cumsum(z, axis=-1)
@@ -82,7 +82,7 @@ def sparsemax(x):
     tau = (np.take_along_axis(cs, support - 1, axis=-1) - 1) / support
     return np.maximum(x - tau, 0).astype(x.dtype)
 '''),
-    Wrong("sparsemax", "sparsemax threshold wrong", '''
+    Wrong("sparsemax", "sparsemax sorted in ascending order", '''
 def sparsemax(x):
     z = np.sort(x, axis=-1)
     cs = np.cumsum(z, axis=-1)
@@ -220,5 +220,75 @@ def linear_attention(Q, K, V, feature_map):
     kv = V.T @ phi_k                      # (d_v, r)
     z = phi_k.sum(axis=0)
     return (kv @ phi_q.T) / (phi_q @ z)    # (d_v, T_q)
+'''),
+    # n instead of 1 in the softmax-1 denominator
+    Wrong("softmax_one", "n instead of 1 in the softmax-1 denominator", '''
+def softmax_one(x):
+    e = np.exp(x)
+    n = x.shape[-1]
+    return e / (n + e.sum(axis=-1, keepdims=True))   # one extra exp(0) per key
+'''),
+    Wrong("softmax_one", "n instead of 1 in the softmax-1 denominator", '''
+def softmax_one(x):
+    m = np.maximum(x.max(axis=-1, keepdims=True), 0)
+    e = np.exp(x - m)
+    zeros = np.exp(np.zeros_like(x) - m)      # the implicit zero scores
+    return e / (zeros.sum(axis=-1, keepdims=True) + e.sum(axis=-1, keepdims=True))
+'''),
+    # sparsemax with k counted from 0
+    Wrong("sparsemax", "sparsemax with k counted from 0", '''
+def sparsemax(x):
+    out = np.zeros_like(x)
+    for idx in np.ndindex(x.shape[:-1]):
+        z = np.sort(x[idx])[::-1]
+        cs = np.cumsum(z)
+        k_z = 0
+        for k in range(len(z)):            # k = 0, 1, ..., n - 1
+            if 1 + k * z[k] > cs[k]:
+                k_z = k
+        tau = (cs[k_z] - 1) / k_z
+        out[idx] = np.maximum(x[idx] - tau, 0)
+    return out
+'''),
+    # sparsemax sorted in ascending order
+    Wrong("sparsemax", "sparsemax sorted in ascending order", '''
+def sparsemax(x):
+    out = np.zeros_like(x)
+    for idx in np.ndindex(x.shape[:-1]):
+        z = np.sort(x[idx])
+        cs = np.cumsum(z)
+        k_z = 1
+        for k in range(1, len(z) + 1):
+            if 1 + k * z[k - 1] > cs[k - 1]:
+                k_z = k
+        tau = (cs[k_z - 1] - 1) / k_z
+        out[idx] = np.maximum(x[idx] - tau, 0)
+    return out
+'''),
+    # feature_map argument ignored
+    Wrong("linear_attention", "feature_map argument ignored", '''
+def linear_attention(Q, K, V, feature_map):
+    phi_q, phi_k = elu_plus_one(Q), elu_plus_one(K)     # the map from the paper
+    return (phi_q @ (phi_k.T @ V)) / (phi_q @ phi_k.sum(axis=0))[:, None]
+'''),
+    Wrong("linear_attention", "feature_map argument ignored", '''
+def linear_attention(Q, K, V, feature_map=None):
+    phi_q = np.maximum(Q, 0) + 1e-3
+    phi_k = np.maximum(K, 0) + 1e-3
+    A = phi_q @ phi_k.T
+    return (A / A.sum(axis=1, keepdims=True)) @ V
+'''),
+    # feature map applied to the scores instead of to Q and K
+    Wrong("linear_attention", "feature map applied to the scores instead of to Q and K", '''
+def linear_attention(Q, K, V, feature_map):
+    weights = feature_map(Q @ K.T)        # phi replaces exp
+    weights = weights / weights.sum(axis=-1, keepdims=True)
+    return weights @ V
+'''),
+    Wrong("linear_attention", "feature map applied to the scores instead of to Q and K", '''
+def linear_attention(Q, K, V, feature_map):
+    S = Q @ K.T / np.sqrt(Q.shape[1])
+    A = feature_map(S)
+    return A @ V / A.sum(axis=1)[:, None]
 '''),
 ]

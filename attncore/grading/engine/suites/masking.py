@@ -666,10 +666,17 @@ def fully_masked_detect(args, got, expected):
 _SENTINELS = (-1e2, -1e3, -1e4, -3e4, -65504.0, -1e5, -1e6, -1e9)
 
 
-def _with_sentinel(s, m, c, how):
+def _with_sentinel(s, m, c, how, zeroed=False):
+    """Weights with sentinel c replacing the blocked scores or added to them; zeroed: the
+    blocked weights set to 0 afterwards and the rows renormalised (empty rows 0)."""
     c = np.asarray(c, dtype=s.dtype)
     filled = np.where(m, s, c) if how == "replace" else s + np.where(m, 0, c).astype(s.dtype)
-    return attncore.softmax(filled.astype(s.dtype))
+    weights = attncore.softmax(filled.astype(s.dtype))
+    if not zeroed:
+        return weights
+    weights = weights * m
+    total = weights.sum(axis=-1, keepdims=True)
+    return weights / np.where(total > 0, total, 1)
 
 
 def sentinel_detect(args, got, expected):
@@ -680,11 +687,14 @@ def sentinel_detect(args, got, expected):
     if parts is None:
         return None
     s, m, got = parts
-    for how in ("replace", "add"):
+    mask_after = _with_sentinel(s, m, 0.0, "add", zeroed=True)  # that is MASK_AFTER's
+    for how, zeroed in [(how, zeroed) for zeroed in (False, True) for how in ("replace", "add")]:
+        if zeroed and same(got, mask_after):
+            continue
         fits = []
         for c in _SENTINELS:
             with np.errstate(all="ignore"):
-                wrong = _with_sentinel(s, m, c, how)
+                wrong = _with_sentinel(s, m, c, how, zeroed)
             if same(got, wrong) and not same(expected, wrong):
                 fits.append(c)
         if fits:
@@ -692,6 +702,14 @@ def sentinel_detect(args, got, expected):
             value = f"{c:g}" if len(fits) == 1 else f"a finite number such as {c:g}"
             verb = (f"replacing the blocked scores by {value}" if how == "replace" else
                     f"adding {value} to the blocked scores")
+            if zeroed:
+                index = tuple(np.argwhere(_wrong_rows(got, expected))[0])
+                return (f"Your weights match {verb} instead of -inf, then setting the blocked "
+                        f"weights to 0. In {_row(index)} the allowed scores reach "
+                        f"{_allowed_max(s, m)[index]:.6g}, far below the blocked ones after "
+                        f"the sentinel, so exp of every allowed score minus the row maximum "
+                        f"underflows to 0 and your row came out "
+                        f"{np.array2string(got[index], precision=3)}.")
             return f"Your weights match {verb} instead of -inf. " + _leak(
                 s, m, got, c if how == "replace" else None, c if how == "add" else None)
     wrong = _wrong_rows(got, expected) & m.any(axis=-1)
