@@ -1,40 +1,63 @@
 """FlashAttention and the online softmax as Numba kernels (optional: attncore[jit]).
 
 Same algorithm and results as attncore.flash (read that first), compiled.
-Three choices make it fast on a CPU:
+What makes it fast on a CPU:
 
-* Transposed tiles. A block of queries is held as qT (d, block_q), so scores,
-  weights and the output accumulator are (keys, block_q) and (d_v, block_q):
-  every inner loop runs along queries, contiguous in memory, and the running
-  max and sum of the online softmax are elementwise updates, which LLVM
-  vectorises without reordering any floating-point sum.
-* One 4 x 4 register-blocked product, `_accumulate`, for both S = K qT and
-  acc += V^T P (70-80% of one core's float32 peak with 512 queries per block).
-  No BLAS inside the kernel, so no BLAS threads fight prange.
-* `exp` is a polynomial that vectorises (the pip build of Numba has no vector
-  exp): exp(x) = 2^n exp(r) with x = n ln2 + r, |r| <= ln2/2, the Taylor
-  series of exp(r) to degree 7 (float32) or 13 (float64), and 2^n built from
-  exponent bits. Error, measured against exp in a wider type: at most 1 ulp
-  where the result is normal, at most one denormal step below that; results
-  under the denormal range and exp(-inf) are exactly 0, never NaN.
+* Transposed panels. A task owns a block of queries and walks it in panels of
+  NR queries (NR a multiple of the machine's vector width). A panel is held as
+  qT (d, NR), so scores, weights and the output accumulator are (keys, NR) and
+  (d_v, NR): every vector runs along queries, and the running max and sum of
+  the online softmax are lane-wise updates, with no horizontal reductions.
+* A register-resident micro-kernel for both tile products, S = K qT and
+  acc = alpha * acc + V^T P. It is a Numba @intrinsic that emits LLVM vector IR:
+  an MR x NR block of the result lives in MR * NR / lanes vector registers for
+  the whole reduction (llvm.fma on <lanes x float>, one scalar of the left
+  factor broadcast per row), and is stored once at the end. Plain Numba loops
+  cannot do this: arrays are not marked noalias, so LLVM must load and store
+  the output around every multiply-add (the "loops" path keeps that version,
+  for comparison). The rescaling of the accumulator by alpha happens in the
+  product's first step; S needs no zeroing pass.
+* exp2 instead of exp: log2(e) is folded into the query scale, so a weight is
+  2^(s - m): n = floor(x + 1/2), r = x - n, 2^r by a degree-5 polynomial (float32;
+  Taylor to degree 13 in float64) with value exactly 1 at r = 0, 2^n from
+  exponent bits. Results below the normal range flush to 0, and 2^-inf = 0.
+  The log-sum-exp is m ln 2 + log l.
+* Key tiles of 128; with causal, tiles entirely above the diagonal are skipped
+  per panel, and query blocks are handed to threads in the order 0, n-1, 1, n-2, ...
+  so that each thread's contiguous run of tasks gets the same work.
+
+The micro-kernel's shape follows the host CPU (llvmlite.binding.get_host_cpu_features):
+"avx512" (16 float32 lanes, 8 x 48 block: 24 of the 32 zmm registers), "avx2"
+(8 lanes, 4 x 24: 12 of 16 ymm), "portable" (4 lanes, 4 x 8, fused only where
+the target has FMA: SSE2, NEON, anything LLVM targets) and "loops" (plain Numba
+loops, the kernel before the intrinsic). flash_attention(path=...) or the
+environment variable ATTNCORE_JIT_PATH forces one; every path runs anywhere
+(LLVM lowers wider vectors to what the CPU has), only slower off its own CPU.
 
 Of the fast-math flags only `contract` (fused multiply-add) is on, and `reassoc`
 for the sums in `softmax`: -inf marks masked scores, so no-inf or no-NaN
 assumptions would be wrong here.
 
 Kernels are compiled with cache=True (a second process loads the machine code
-from __pycache__ or NUMBA_CACHE_DIR) and parallel=True, with prange over
-(batch * heads) x query blocks; NUMBA_NUM_THREADS sets the thread count.
+from __pycache__ or NUMBA_CACHE_DIR; each path is its own signature) and
+parallel=True, with prange over (batch * heads) x query blocks;
+NUMBA_NUM_THREADS sets the thread count. Everything that shapes the machine
+code lives in this one file: Numba's cache checks only the file that defines
+a kernel.
 """
 import math
+import os
+import platform
 
 try:
     import numba
 except ImportError as error:
     raise ImportError("attncore.jit needs Numba: pip install attncore[jit]") from error
 import numpy as np
+from llvmlite import ir
 from numba import prange, types
-from numba.extending import intrinsic, overload
+from numba.core import cgutils
+from numba.extending import NativeValue, intrinsic, models, overload, register_model, typeof_impl, unbox
 
 from ._checks import as_float_array, check_qkv, leading_shape, positive_int, require_ndim, resolve_scale
 from .flash import causal_offset
@@ -42,6 +65,8 @@ from .flash import causal_offset
 FASTMATH = {"contract"}
 _jit = numba.njit(cache=True, fastmath=FASTMATH)
 _parallel_jit = numba.njit(cache=True, fastmath=FASTMATH, parallel=True)
+LOG2E = 1 / math.log(2)
+LN2 = math.log(2)
 
 
 # ------------------------------------------------------------------ exp
@@ -60,7 +85,7 @@ def _float_from_bits(typingctx, bits):
 def _exp_for(float_type, int_type, mantissa_bits, lo, hi, ln2_hi, ln2_lo, degree):
     """exp(x) for one float type, written so that a loop of calls vectorises."""
     f = float_type
-    log2e, half, bias = f(1 / math.log(2)), f(0.5), f(np.finfo(f).maxexp - 1)
+    log2e, half, bias = f(LOG2E), f(0.5), f(np.finfo(f).maxexp - 1)
     shift, lo, hi, ln2_hi, ln2_lo = f(2.0**mantissa_bits), f(lo), f(hi), f(ln2_hi), f(ln2_lo)
     taylor = tuple(f(1 / math.factorial(k)) for k in range(degree, -1, -1))
 
@@ -86,14 +111,57 @@ _EXP = {
     ),
 }
 
+# 2^r = 1 + r (c4 + r (c3 + ...)) on [-1/2, 1/2]. float32: relative error 9.1e-8 in exact
+# arithmetic (a minimax fit, Lawson's iterations), 1.7e-7 evaluated in float32. float64: Taylor.
+EXP2_COEFFICIENTS = {
+    "float32": (1.3264726933934954e-3, 9.671512701696194e-3, 5.550733744534939e-2,
+                2.4022242084291698e-1, 6.931469775980854e-1, 1.0),
+    "float64": tuple(LN2**k / math.factorial(k) for k in range(13, -1, -1)),
+}
+
+
+def _exp2_for(float_type, int_type, mantissa_bits, coefficients):
+    """2^x for one float type: one floor, a polynomial, exponent bits; vectorises in a loop."""
+    f = float_type
+    info = np.finfo(f)
+    bias, half, shift = f(info.maxexp - 1), f(0.5), f(2.0**mantissa_bits)
+    lo, hi = f(-(info.maxexp - 1)), f(info.maxexp)  # 2^lo builds the bits of 0.0, 2^hi those of inf
+    c = tuple(f(x) for x in coefficients)
+
+    def exp2(x):
+        x = min(max(x, lo), hi)  # -inf -> lo -> exactly 0
+        n = np.floor(x + half)
+        r = x - n  # exact, |r| <= 1/2
+        p = c[0]
+        for coefficient in c[1:]:
+            p = p * r + coefficient
+        return p * _float_from_bits(int_type((n + bias) * shift))
+
+    return exp2
+
+
+_EXP2 = {
+    types.float32: _exp2_for(np.float32, np.int32, 23, EXP2_COEFFICIENTS["float32"]),
+    types.float64: _exp2_for(np.float64, np.int64, 52, EXP2_COEFFICIENTS["float64"]),
+}
+
 
 def _exp(x):
     """exp of a float32 or float64 scalar, for use inside kernels (implemented by _EXP)."""
 
 
+def _exp2(x):
+    """2^x of a float32 or float64 scalar, for use inside kernels (implemented by _EXP2)."""
+
+
 @overload(_exp, jit_options={"fastmath": FASTMATH})
 def _overload_exp(x):
     return _EXP.get(x)
+
+
+@overload(_exp2, jit_options={"fastmath": FASTMATH})
+def _overload_exp2(x):
+    return _EXP2.get(x)
 
 
 @_jit
@@ -102,20 +170,423 @@ def _exp_into(x, out):
         out[i] = _exp(x[i])
 
 
-def exp(x):
-    """The kernels' vectorised exp of a float32 or float64 array (finite or +-inf), same shape and dtype."""
+@_jit
+def _exp2_into(x, out):
+    for i in range(x.size):
+        out[i] = _exp2(x[i])
+
+
+def _elementwise(kernel, x):
     x = np.asarray(x)
     if x.dtype not in (np.float32, np.float64):
         raise ValueError(f"x must be a float32 or float64 array, got dtype {x.dtype}")
     flat = np.require(x, requirements="CW").reshape(-1)
     out = np.empty_like(flat)
-    _exp_into(flat, out)
+    kernel(flat, out)
     return out.reshape(x.shape)
+
+
+def exp(x):
+    """The vectorised exp of jit.softmax, for a float32 or float64 array: within 1 ulp, same shape and dtype."""
+    return _elementwise(_exp_into, x)
+
+
+def exp2(x):
+    """The attention kernel's vectorised 2^x of a float32 or float64 array, same shape and dtype.
+
+    Relative error below 2e-7 (float32) or 3e-16 (float64) where the result is normal;
+    results below the normal range are 0, 2^-inf = 0, 2^x overflows to inf.
+    """
+    return _elementwise(_exp2_into, x)
+
+
+# ------------------------------------------------------- micro-kernel shapes
+
+class TileShape:
+    """The shape of the tile-product micro-kernel for one kind of CPU.
+
+    bits: vector register width; mr x nv: the result block, mr rows by nv vectors
+    (mr * nv accumulators); fma: emit llvm.fma (else fmul and fadd that LLVM may
+    contract); loops: plain Numba loops instead of the intrinsic.
+    """
+
+    def __init__(self, name, bits, mr, nv, fma=True, loops=False):
+        self.name, self.bits, self.mr, self.nv, self.fma, self.loops = name, bits, mr, nv, fma, loops
+
+    def lanes(self, itemsize):
+        return self.bits // (8 * itemsize)
+
+    def nr(self, itemsize):
+        """Queries per panel: the result block's width in elements."""
+        return self.nv * self.lanes(itemsize)
+
+    def __repr__(self):
+        return f"TileShape({self.name!r}, {self.bits} bits, {self.mr} x {self.nv} vectors)"
+
+
+PATHS = {
+    # 24 accumulators + 3 vectors of b + 1 broadcast = 28 of 32 zmm registers
+    "avx512": TileShape("avx512", 512, 8, 3),
+    # 12 accumulators + 3 + 1 = 16 ymm registers: all of them, none spilled
+    "avx2": TileShape("avx2", 256, 4, 3),
+    # 8 accumulators in 128-bit registers: SSE2 has 16, NEON 32
+    "portable": TileShape("portable", 128, 4, 2, fma=False),
+    # plain Numba loops (the kernel before the intrinsic): 4-row blocks, panels of 528 float32
+    "loops": TileShape("loops", 512, 4, 33, loops=True),
+}
+ENV_PATH = "ATTNCORE_JIT_PATH"
+
+
+def host_features():
+    """The CPU features that Numba compiles for: NUMBA_CPU_FEATURES if set, else the host's."""
+    from llvmlite import binding
+
+    if numba.config.CPU_FEATURES:
+        return {f[1:]: f[0] == "+" for f in numba.config.CPU_FEATURES.split(",") if f}
+    if numba.config.CPU_NAME and numba.config.CPU_NAME != "host":
+        return {}  # a named generic target: assume nothing
+    return dict(binding.get_host_cpu_features())
+
+
+def host_path(features=None):
+    """The path this CPU should run: avx512, avx2 (with FMA) or portable."""
+    features = host_features() if features is None else features
+    if features.get("avx512f"):
+        return "avx512"
+    if features.get("avx2") and features.get("fma"):
+        return "avx2"
+    return "portable"
+
+
+def _resolve_path(path):
+    path = path or os.environ.get(ENV_PATH) or host_path()
+    if path not in PATHS:
+        raise ValueError(f"path must be one of {sorted(PATHS)} (or None: {host_path()} here), got {path!r}")
+    return path
+
+
+class _TileShapeType(types.Dummy):
+    """The Numba type of a TileShape: the shape is part of the type, so each path compiles
+    (and caches) its own specialisation, with mr, nr and the vector width as constants."""
+
+    def __init__(self, name, bits, mr, nv, fma, loops):
+        self.bits, self.mr, self.nv, self.fma, self.loops = bits, mr, nv, fma, loops
+        super().__init__(name=f"TileShape({name}, {bits}, {mr}, {nv}, {fma}, {loops})")
+
+
+@typeof_impl.register(TileShape)
+def _typeof_tile_shape(value, context):
+    return _TileShapeType(value.name, value.bits, value.mr, value.nv, value.fma, value.loops)
+
+
+register_model(_TileShapeType)(models.OpaqueModel)
+
+
+@unbox(_TileShapeType)
+def _unbox_tile_shape(typ, obj, c):
+    return NativeValue(c.context.get_dummy_value())
+
+
+def _tile_rows(shape):
+    """mr of a TileShape, a compile-time constant inside kernels."""
+
+
+def _tile_cols(shape, x):
+    """nr of a TileShape for the dtype of array x, a compile-time constant inside kernels."""
+
+
+@overload(_tile_rows)
+def _overload_tile_rows(shape):
+    mr = shape.mr
+    return lambda shape: mr
+
+
+@overload(_tile_cols)
+def _overload_tile_cols(shape, x):
+    nr = shape.nv * shape.bits // x.dtype.bitwidth
+    return lambda shape, x: nr
+
+
+# ------------------------------------------------------------- the intrinsic
+
+def _product_codegen(zero, context, builder, signature, args):
+    """c[rc:rc+mr, :nr] = (0 if zero else alpha * c) + a[ra:ra+mr, ka:ka+kc] @ b[:kc, :nr]."""
+    a_ty, _, _, b_ty, c_ty, _, _, _, shape = signature.args
+    dtype = a_ty.dtype
+    itemsize = dtype.bitwidth // 8
+    lanes, mr, nv = shape.bits // dtype.bitwidth, shape.mr, shape.nv
+    a, b, c, alpha = (context.make_array(t)(context, builder, x)
+                      for t, x in zip((a_ty, b_ty, c_ty, signature.args[7]), (args[0], args[3], args[4], args[7])))
+    ra, ka, rc, kc = (context.cast(builder, args[i], signature.args[i], types.intp) for i in (1, 2, 5, 6))
+    intp = context.get_value_type(types.intp)
+    scalar = context.get_value_type(dtype)
+    vector = ir.VectorType(scalar, lanes)
+    byte_ptr = ir.IntType(8).as_pointer()
+
+    def at(pointer, offset):  # pointer + offset bytes
+        return builder.gep(builder.bitcast(pointer, byte_ptr), [offset])
+
+    def vec(pointer, v):  # the v-th vector from pointer
+        return builder.bitcast(at(pointer, intp(v * lanes * itemsize)), vector.as_pointer())
+
+    a_row, a_col = cgutils.unpack_tuple(builder, a.strides)
+    b_row = cgutils.unpack_tuple(builder, b.strides)[0]
+    c_row = cgutils.unpack_tuple(builder, c.strides)[0]
+    a_base = at(a.data, builder.add(builder.mul(ra, a_row), builder.mul(ka, a_col)))
+    a_rows = [at(a_base, builder.mul(intp(i), a_row)) for i in range(mr)]
+    c_rows = [at(c.data, builder.mul(builder.add(rc, intp(i)), c_row)) for i in range(mr)]
+    # the accumulators: allocas that LLVM's mem2reg turns into registers
+    acc = [[cgutils.alloca_once(builder, vector) for _ in range(nv)] for _ in range(mr)]
+    scales = None if zero else [builder.load(vec(alpha.data, v), align=itemsize) for v in range(nv)]
+    for i in range(mr):
+        for v in range(nv):
+            start = ir.Constant(vector, None) if zero else builder.fmul(
+                builder.load(vec(c_rows[i], v), align=itemsize), scales[v])
+            builder.store(start, acc[i][v])
+    fma = cgutils.get_or_insert_function(
+        builder.module, ir.FunctionType(vector, [vector] * 3), f"llvm.fma.v{lanes}f{dtype.bitwidth}")
+    broadcast_mask = ir.Constant(ir.VectorType(ir.IntType(32), lanes), None)
+    with cgutils.for_range(builder, kc) as loop:
+        b_k = at(b.data, builder.mul(loop.index, b_row))
+        b_vectors = [builder.load(vec(b_k, v), align=itemsize) for v in range(nv)]
+        a_k = builder.mul(loop.index, a_col)
+        for i in range(mr):
+            x = builder.load(builder.bitcast(at(a_rows[i], a_k), scalar.as_pointer()))
+            x = builder.shuffle_vector(builder.insert_element(ir.Constant(vector, ir.Undefined), x, intp(0)),
+                                       ir.Constant(vector, ir.Undefined), broadcast_mask)
+            for v in range(nv):
+                old = builder.load(acc[i][v])
+                if shape.fma:
+                    new = builder.call(fma, [x, b_vectors[v], old])
+                else:
+                    new = builder.fadd(builder.fmul(x, b_vectors[v], flags=("contract",)), old, flags=("contract",))
+                builder.store(new, acc[i][v])
+    for i in range(mr):
+        for v in range(nv):
+            builder.store(builder.load(acc[i][v]), vec(c_rows[i], v), align=itemsize)
+    return context.get_dummy_value()
+
+
+def _product_typer(zero):
+    def typer(typingctx, a, ra, ka, b, c, rc, kc, alpha, shape):
+        arrays = (a, b, c, alpha)
+        if not (isinstance(shape, _TileShapeType) and all(isinstance(x, types.Array) for x in arrays)
+                and all(isinstance(x, types.Integer) for x in (ra, ka, rc, kc))
+                and len({x.dtype for x in arrays}) == 1 and b.layout == c.layout == alpha.layout == "C"):
+            return None
+        signature = types.void(a, ra, ka, b, c, rc, kc, alpha, shape)
+        return signature, lambda *codegen_args: _product_codegen(zero, *codegen_args)
+
+    return typer
+
+
+_product_zero = intrinsic(_product_typer(True))
+_product_rescale = intrinsic(_product_typer(False))
+
+
+@_jit
+def _product_loops(a, ra, ka, b, c, rc, kc, alpha, zero):
+    """The same product as plain Numba loops: c rows in memory, four rows of a at a time."""
+    nr = c.shape[1]
+    for i in range(4):
+        for j in range(nr):
+            c[rc + i, j] = 0 if zero else c[rc + i, j] * alpha[j]
+    k4 = kc // 4 * 4
+    for kk in range(0, k4, 4):
+        for i in range(4):
+            x0, x1 = a[ra + i, ka + kk], a[ra + i, ka + kk + 1]
+            x2, x3 = a[ra + i, ka + kk + 2], a[ra + i, ka + kk + 3]
+            for j in range(nr):
+                c[rc + i, j] += x0 * b[kk, j] + x1 * b[kk + 1, j] + x2 * b[kk + 2, j] + x3 * b[kk + 3, j]
+    for kk in range(k4, kc):
+        for i in range(4):
+            x = a[ra + i, ka + kk]
+            for j in range(nr):
+                c[rc + i, j] += x * b[kk, j]
+
+
+def _tile_product(a, ra, ka, b, c, rc, kc, alpha, zero, shape):
+    """c[rc:rc+mr] = (0 if zero else alpha * c[rc:rc+mr]) + a[ra:ra+mr, ka:ka+kc] @ b[:kc], by path."""
+
+
+@overload(_tile_product, jit_options={"fastmath": FASTMATH})
+def _overload_tile_product(a, ra, ka, b, c, rc, kc, alpha, zero, shape):
+    if shape.loops:
+        return lambda a, ra, ka, b, c, rc, kc, alpha, zero, shape: _product_loops(a, ra, ka, b, c, rc, kc, alpha, zero)
+
+    def product(a, ra, ka, b, c, rc, kc, alpha, zero, shape):
+        if zero:
+            _product_zero(a, ra, ka, b, c, rc, kc, alpha, shape)
+        else:
+            _product_rescale(a, ra, ka, b, c, rc, kc, alpha, shape)
+
+    return product
+
+
+class _VectorIR:
+    """LLVM vector IR for one dtype and TileShape: loads, stores, fma, and exp2 of a vector."""
+
+    def __init__(self, context, builder, dtype, shape):
+        self.builder, self.shape = builder, shape
+        self.itemsize, self.bitwidth = dtype.bitwidth // 8, dtype.bitwidth
+        self.lanes = shape.bits // dtype.bitwidth
+        self.intp = context.get_value_type(types.intp)
+        self.scalar = context.get_value_type(dtype)
+        self.vector = ir.VectorType(self.scalar, self.lanes)
+        suffix = f"v{self.lanes}f{self.bitwidth}"
+        module = builder.module
+        self._fma = cgutils.get_or_insert_function(module, ir.FunctionType(self.vector, [self.vector] * 3), f"llvm.fma.{suffix}")
+        self._floor = cgutils.get_or_insert_function(module, ir.FunctionType(self.vector, [self.vector]), f"llvm.floor.{suffix}")
+
+    def constant(self, value):
+        return ir.Constant(self.vector, [ir.Constant(self.scalar, value)] * self.lanes)
+
+    def at(self, pointer, offset):
+        """pointer + offset bytes (offset an intp value or a Python int)."""
+        offset = self.intp(offset) if isinstance(offset, int) else offset
+        byte_ptr = ir.IntType(8).as_pointer()
+        return self.builder.gep(self.builder.bitcast(pointer, byte_ptr), [offset])
+
+    def pointer(self, pointer, v):
+        """The address of the v-th vector from pointer."""
+        return self.builder.bitcast(self.at(pointer, v * self.lanes * self.itemsize), self.vector.as_pointer())
+
+    def load(self, pointer, v=0):
+        return self.builder.load(self.pointer(pointer, v), align=self.itemsize)
+
+    def store(self, value, pointer, v=0):
+        self.builder.store(value, self.pointer(pointer, v), align=self.itemsize)
+
+    def broadcast(self, pointer):
+        """The scalar at pointer, in every lane."""
+        b = self.builder
+        x = b.load(b.bitcast(pointer, self.scalar.as_pointer()))
+        undefined = ir.Constant(self.vector, ir.Undefined)
+        lane0 = b.insert_element(undefined, x, self.intp(0))
+        return b.shuffle_vector(lane0, undefined, ir.Constant(ir.VectorType(ir.IntType(32), self.lanes), None))
+
+    def fma(self, x, y, z):
+        """x * y + z: llvm.fma, or fmul and fadd that LLVM fuses where the target can."""
+        if self.shape.fma:
+            return self.builder.call(self._fma, [x, y, z])
+        b = self.builder
+        return b.fadd(b.fmul(x, y, flags=("contract",)), z, flags=("contract",))
+
+    def maximum(self, x, y):
+        return self.builder.select(self.builder.fcmp_ordered(">", x, y), x, y)
+
+    def exp2(self, x):
+        """2^x for x <= 0 (or -inf), as _exp2: floor, polynomial, exponent bits."""
+        b = self.builder
+        info = np.finfo(np.float32 if self.bitwidth == 32 else np.float64)
+        x = self.maximum(x, self.constant(float(-(info.maxexp - 1))))
+        n = b.call(self._floor, [b.fadd(x, self.constant(0.5))])
+        r = b.fsub(x, n)
+        coefficients = EXP2_COEFFICIENTS["float32" if self.bitwidth == 32 else "float64"]
+        p = self.constant(coefficients[0])
+        for c in coefficients[1:]:
+            p = self.fma(p, r, self.constant(c))
+        integers = ir.VectorType(ir.IntType(self.bitwidth), self.lanes)
+        bits = b.fptosi(b.fadd(n, self.constant(float(info.maxexp - 1))), integers)
+        bits = b.shl(bits, ir.Constant(integers, [ir.Constant(ir.IntType(self.bitwidth), info.nmant)] * self.lanes))
+        return b.fmul(p, b.bitcast(bits, self.vector))
+
+
+def _softmax_codegen(context, builder, signature, args):
+    """The online-softmax step of a panel, in vector registers (see _softmax_tile)."""
+    s_ty, _, m_ty, l_ty, shift_ty, alpha_ty, shape = signature.args
+    x = _VectorIR(context, builder, s_ty.dtype, shape)
+    s, m, l, shift, alpha = (context.make_array(t)(context, builder, a) for t, a in
+                             zip((s_ty, m_ty, l_ty, shift_ty, alpha_ty), (args[0], *args[2:6])))
+    rows = context.cast(builder, args[1], signature.args[1], types.intp)
+    s_row = cgutils.unpack_tuple(builder, s.strides)[0]
+    nv = shape.nv
+    m_old = [x.load(m.data, v) for v in range(nv)]
+    running = [cgutils.alloca_once(builder, x.vector) for _ in range(nv)]
+    for v in range(nv):
+        builder.store(m_old[v], running[v])
+    with cgutils.for_range(builder, rows) as loop:  # the new max
+        row = x.at(s.data, builder.mul(loop.index, s_row))
+        for v in range(nv):
+            builder.store(x.maximum(x.load(row, v), builder.load(running[v])), running[v])
+    zero, minus_inf = x.constant(0.0), x.constant(float("-inf"))
+    shifts = []
+    for v in range(nv):
+        new_max = builder.load(running[v])
+        shifts.append(builder.select(builder.fcmp_ordered("==", new_max, minus_inf), zero, new_max))
+        factor = x.exp2(builder.fsub(m_old[v], shifts[v]))
+        x.store(new_max, m.data, v)
+        x.store(shifts[v], shift.data, v)
+        x.store(factor, alpha.data, v)
+        builder.store(builder.fmul(x.load(l.data, v), factor), running[v])  # running now holds l
+    with cgutils.for_range(builder, rows) as loop:  # weights and their sum
+        row = x.at(s.data, builder.mul(loop.index, s_row))
+        for v in range(nv):
+            p = x.exp2(builder.fsub(x.load(row, v), shifts[v]))
+            x.store(p, row, v)
+            builder.store(builder.fadd(builder.load(running[v]), p), running[v])
+    for v in range(nv):
+        x.store(builder.load(running[v]), l.data, v)
+    return context.get_dummy_value()
+
+
+@intrinsic
+def _softmax_vectors(typingctx, s, rows, m, l, shift, alpha, shape):
+    arrays = (s, m, l, shift, alpha)
+    if not (isinstance(shape, _TileShapeType) and all(isinstance(a, types.Array) and a.layout == "C" for a in arrays)
+            and isinstance(rows, types.Integer) and len({a.dtype for a in arrays}) == 1):
+        return None
+    return types.void(s, rows, m, l, shift, alpha, shape), _softmax_codegen
+
+
+@_jit
+def _softmax_loops(s, rows, m, l, shift, alpha):
+    """The same step as plain Numba loops (LLVM vectorises them at its preferred width)."""
+    nr = s.shape[1]
+    shift[:] = m
+    for j in range(rows):
+        for i in range(nr):
+            shift[i] = max(shift[i], s[j, i])
+    for i in range(nr):
+        new_max = shift[i]
+        shift[i] = 0 if new_max == -np.inf else new_max
+        alpha[i] = _exp2(m[i] - shift[i])
+        m[i] = new_max
+        l[i] *= alpha[i]
+    for j in range(rows):
+        for i in range(nr):
+            p = _exp2(s[j, i] - shift[i])
+            s[j, i] = p
+            l[i] += p
+
+
+def _softmax_tile(s, rows, m, l, shift, alpha, shape):
+    """One key tile of the online softmax for a panel: m = max(m, s rows), alpha = 2^(m_old - m),
+    s = 2^(s - m), l = alpha l + the column sums of s (with 0 for m where it is -inf)."""
+
+
+@overload(_softmax_tile, jit_options={"fastmath": FASTMATH})
+def _overload_softmax_tile(s, rows, m, l, shift, alpha, shape):
+    if shape.loops:
+        return lambda s, rows, m, l, shift, alpha, shape: _softmax_loops(s, rows, m, l, shift, alpha)
+    return lambda s, rows, m, l, shift, alpha, shape: _softmax_vectors(s, rows, m, l, shift, alpha, shape)
+
+
+@intrinsic
+def _cycles(typingctx):
+    """The CPU's cycle counter (llvm.readcyclecounter: rdtsc on x86), for the phase profile."""
+
+    def codegen(context, builder, signature, args):
+        i64 = ir.IntType(64)
+        counter = cgutils.get_or_insert_function(builder.module, ir.FunctionType(i64, []), "llvm.readcyclecounter")
+        return builder.call(counter, [])
+
+    return types.int64(), codegen
 
 
 # ------------------------------------------------------------ attention
 
-VECTOR = 8  # float32 lanes of an AVX2 register
+PHASES = ("setup", "S = K qT", "causal mask", "max, exp2, sum", "acc = alpha acc + V^T P", "finish")
 
 
 @_jit
@@ -124,96 +595,79 @@ def _round_up(n, multiple):
 
 
 @_jit
-def _accumulate(a, b, out, first):
-    """out[:, first:] += a @ b[:, first:]; the sides of a are multiples of 4.
-
-    Four rows of out stay in cache while four rows of b stream past; the
-    sixteen entries of a are scalars, and each inner loop is four chained FMAs.
-    """
-    for r in range(0, out.shape[0], 4):
-        o0, o1, o2, o3 = out[r, first:], out[r + 1, first:], out[r + 2, first:], out[r + 3, first:]
-        for c in range(0, b.shape[0], 4):
-            a00, a01, a02, a03 = a[r, c], a[r, c + 1], a[r, c + 2], a[r, c + 3]
-            a10, a11, a12, a13 = a[r + 1, c], a[r + 1, c + 1], a[r + 1, c + 2], a[r + 1, c + 3]
-            a20, a21, a22, a23 = a[r + 2, c], a[r + 2, c + 1], a[r + 2, c + 2], a[r + 2, c + 3]
-            a30, a31, a32, a33 = a[r + 3, c], a[r + 3, c + 1], a[r + 3, c + 2], a[r + 3, c + 3]
-            b0, b1, b2, b3 = b[c, first:], b[c + 1, first:], b[c + 2, first:], b[c + 3, first:]
-            for i in range(o0.shape[0]):
-                x0, x1, x2, x3 = b0[i], b1[i], b2[i], b3[i]
-                o0[i] = o0[i] + a00 * x0 + a01 * x1 + a02 * x2 + a03 * x3
-                o1[i] = o1[i] + a10 * x0 + a11 * x1 + a12 * x2 + a13 * x3
-                o2[i] = o2[i] + a20 * x0 + a21 * x1 + a22 * x2 + a23 * x3
-                o3[i] = o3[i] + a30 * x0 + a31 * x1 + a32 * x2 + a33 * x3
+def _tick(profiling, cycles, phase, start):
+    """Add the cycles since `start` to phase `phase` when profiling; return the new start."""
+    if not profiling:
+        return start
+    now = _cycles()
+    cycles[phase] += now - start
+    return now
 
 
 @_jit
-def _first_seen(key, q0, offset, causal, width, align=1):
-    """The first query i of the block from q0 that sees `key`, rounded down to `align`."""
-    return max(0, min(width, key - offset - q0)) // align * align if causal else 0
-
-
-@_jit
-def _flash_block(q, k, v, t_k, q0, scale, causal, offset, block_k, out, lse):
+def _flash_block(q, k, v, t_k, q0, scale, causal, offset, block_k, out, lse, shape, profiling, cycles):
     """One block of queries q (rows, d) starting at row q0 -> out (rows, d_v), lse (rows,).
 
-    k (T, d4) and v (T, d_v4) hold t_k keys, zero-padded so that d4 and d_v4 are
-    multiples of 4 and T covers every 4-key group of every tile.
+    The block is cut into panels of nr queries; each key tile visits every panel that
+    sees one of its keys, so the tile is read from memory once per block. k (T, d) holds
+    t_k keys, zero-padded so that every tile's rows round up to mr; v (T, d_vp) has d_vp
+    a multiple of mr. Scores are in log2 units (scale holds log2 e).
     """
-    rows, dtype = q.shape[0], q.dtype
-    # an odd number of vectors per row: rows 4 KiB apart would stall loads behind
-    # stores to another row with the same low address bits (4K aliasing)
-    width, d4, dv4 = _round_up(rows, 2 * VECTOR) + VECTOR, k.shape[1], v.shape[1]
-    q_t = np.zeros((d4, width), dtype)  # the scaled queries, transposed
+    rows, d, dtype = q.shape[0], q.shape[1], q.dtype
+    mr, nr = _tile_rows(shape), _tile_cols(shape, q)
+    d_v, d_vp = out.shape[1], v.shape[1]
+    panels = (rows + nr - 1) // nr
+    v_t = v.T
+    q_t = np.zeros((panels, d, nr), dtype)  # scaled queries, transposed, panel by panel
+    acc_t = np.zeros((panels, d_vp, nr), dtype)  # running outputs, transposed
+    m = np.full((panels, nr), -np.inf, dtype)  # running max per query (log2 units)
+    l = np.zeros((panels, nr), dtype)  # running sum of 2^(s - m)
+    s_t = np.empty((_round_up(min(block_k, t_k), mr), nr), dtype)  # a tile's scores, then weights
+    shift = np.empty(nr, dtype)  # the new max, 0 where it is -inf
+    alpha = np.empty(nr, dtype)  # 2^(old max - new max)
+    minus_inf = dtype.type(-np.inf)
+    start = _cycles() if profiling else 0
     for i in range(rows):
-        for c in range(q.shape[1]):
-            q_t[c, i] = q[i, c] * scale
-    s_t = np.empty((_round_up(min(block_k, t_k), 4), width), dtype)  # a key tile's scores, then weights
-    acc_t = np.zeros((dv4, width), dtype)
-    m = np.full(width, -np.inf, dtype)  # running max per query
-    l = np.zeros(width, dtype)  # running sum of exp(s - m)
-    shift = np.empty(width, dtype)  # the new max, 0 where it is -inf
-    alpha = np.empty(width, dtype)  # exp(old max - new max)
+        for c in range(d):
+            q_t[i // nr, c, i % nr] = q[i, c] * scale
+    # the last query of a block sees keys < k_end; with causal, later tiles are skipped
     k_end = t_k if not causal else max(0, min(t_k, q0 + rows + offset))
+    start = _tick(profiling, cycles, 0, start)
     for k0 in range(0, k_end, block_k):
-        n = min(block_k, t_k - k0)
-        n4 = _round_up(n, 4)
-        # on the diagonal, go 4 keys at a time and skip the queries that see none of them
-        step = 4 if causal and k0 + n - 1 > q0 + offset else n4
-        s_t[:n4] = 0
-        for j in range(0, n4, step):
-            first = _first_seen(k0 + j, q0, offset, causal, width, VECTOR)
-            _accumulate(k[k0 + j:k0 + j + step], q_t, s_t[j:j + step], first)
-        for j in range(n4):  # hide padding keys, and key k0 + j from queries q0 + i < k0 + j - offset
-            s_t[j, :width if j >= n else _first_seen(k0 + j, q0, offset, causal, width)] = -np.inf
-        shift[:] = m
-        for j in range(n4):  # np.maximum, not a select: that becomes a masked store, slow on AMD
-            np.maximum(shift, s_t[j], shift)
-        for i in range(width):
-            new_max = shift[i]
-            shift[i] = 0 if new_max == -np.inf else new_max
-            alpha[i] = _exp(m[i] - shift[i])
-            m[i] = new_max
-            l[i] *= alpha[i]
-        for c in range(dv4):
-            for i in range(width):
-                acc_t[c, i] *= alpha[i]
-        for j in range(n4):
-            for i in range(width):
-                p = _exp(s_t[j, i] - shift[i])
-                s_t[j, i] = p
-                l[i] += p
-        for j in range(0, n4, step):
-            first = _first_seen(k0 + j, q0, offset, causal, width, VECTOR)
-            _accumulate(v[k0 + j:k0 + j + step].T, s_t[j:j + step], acc_t, first)
+        for p in range(panels):
+            j0 = p * nr
+            n = min(block_k, t_k - k0)
+            if causal:  # keys past the panel's last query are no key of this panel
+                n = min(n, q0 + min(j0 + nr, rows) + offset - k0)
+            if n <= 0:
+                continue
+            n_pad = _round_up(n, mr)
+            for r0 in range(0, n_pad, mr):
+                _tile_product(k, k0 + r0, 0, q_t[p], s_t, r0, d, alpha, True, shape)
+            start = _tick(profiling, cycles, 1, start)
+            # hide padding keys, and key k0 + j from the queries q0 + j0 + i < k0 + j - offset
+            if n < n_pad or (causal and k0 + n - 1 > q0 + j0 + offset):
+                for j in range(n_pad):
+                    cut = nr if j >= n else (max(0, min(nr, k0 + j - offset - q0 - j0)) if causal else 0)
+                    s_t[j, :cut] = minus_inf
+            start = _tick(profiling, cycles, 2, start)
+            _softmax_tile(s_t, n_pad, m[p], l[p], shift, alpha, shape)
+            start = _tick(profiling, cycles, 3, start)
+            for r0 in range(0, d_vp, mr):
+                _tile_product(v_t, r0, k0, s_t, acc_t[p], r0, n, alpha, False, shape)
+            start = _tick(profiling, cycles, 4, start)
     for i in range(rows):
-        seen = l[i] > 0
-        lse[i] = m[i] + np.log(l[i]) if seen else -np.inf
-        for c in range(out.shape[1]):
-            out[i, c] = acc_t[c, i] / l[i] if seen else 0
+        p, c0 = i // nr, i % nr
+        seen = l[p, c0] > 0
+        lse[i] = m[p, c0] * LN2 + np.log(l[p, c0]) if seen else -np.inf
+        for c in range(d_v):
+            out[i, c] = acc_t[p, c, c0] / l[p, c0] if seen else 0
+    _tick(profiling, cycles, 5, start)
 
 
 @_parallel_jit
-def _flash(q, k, v, q_index, k_index, v_index, t_k, scale, causal, offset, block_q, block_k, out, lse):
+def _flash(q, k, v, q_index, k_index, v_index, t_k, scale, causal, offset, block_q, block_k, out, lse,
+           shape, profiling, cycles):
     """prange over (batch, query block); batch b reads q[q_index[b]], k[k_index[b]], v[v_index[b]]."""
     t_q = q.shape[1]
     n_blocks = (t_q + block_q - 1) // block_q
@@ -225,7 +679,7 @@ def _flash(q, k, v, q_index, k_index, v_index, t_k, scale, causal, offset, block
         q1 = min(q0 + block_q, t_q)
         _flash_block(
             q[q_index[b], q0:q1], k[k_index[b]], v[v_index[b]], t_k, q0, scale, causal, offset,
-            block_k, out[b, q0:q1], lse[b, q0:q1],
+            block_k, out[b, q0:q1], lse[b, q0:q1], shape, profiling, cycles[task],
         )
 
 
@@ -234,66 +688,170 @@ def _compute_dtype(dtype):
     return np.float64 if dtype == np.float64 else np.float32
 
 
-def _flatten(x, batch, dtype, rows=None):
+def _flatten(x, batch, dtype, rows=None, cols=None):
     """x (*lead, T, d) -> (its own flattened leading dims, T, d) and the index of each batch entry.
 
-    Broadcast leading dims are not copied: batch entry b reads x[index[b]]. With rows,
-    T is zero-padded to rows and d to a multiple of 4 (a copy only when they change).
+    Broadcast leading dims are not copied: batch entry b reads x[index[b]]. With rows
+    (cols), T (d) is zero-padded to that many (a copy only when a shape changes).
     """
     lead = x.shape[:-2]
     index = np.broadcast_to(np.arange(math.prod(lead)).reshape(lead), batch).flatten()
     x = x.reshape(math.prod(lead), *x.shape[-2:])
-    shape = (x.shape[0], rows, _round_up(x.shape[2], 4))
-    if rows is None or shape == x.shape:
+    shape = (x.shape[0], rows or x.shape[1], cols or x.shape[2])
+    if shape == x.shape:
         return np.require(x, dtype, "CW"), index
     padded = np.zeros(shape, dtype)
     padded[:, : x.shape[1], : x.shape[2]] = x
     return padded, index
 
 
-def _default_block_q(n_batch, t_q, causal):
-    """512 queries (fastest at d = 64 on a 2-core AVX2 machine), halved down to 64 while
-    a thread would get no block, or with causal fewer than two (a short and a long one)."""
-    block, per_thread = 512, 2 if causal else 1
-    while block > 64 and n_batch * -(-t_q // block) < per_thread * numba.get_num_threads():
-        block //= 2
-    return block
+BLOCK_K = 128  # keys per tile
 
 
-def flash_attention(q, k, v, *, causal=False, block_q=None, block_k=64, scale=None, return_lse=False):
+def _default_block_q(n_batch, t_q, causal, nr):
+    """About 8 panels (384 queries with nr = 48), halved down to one panel while a thread
+    would get no block, or with causal fewer than two (a short and a long one)."""
+    panels, per_thread = 8, 2 if causal else 1
+    while panels > 1 and n_batch * -(-t_q // (panels * nr)) < per_thread * numba.get_num_threads():
+        panels //= 2
+    return panels * nr
+
+
+def _prepare(q, k, v, causal, block_q, block_k, scale, path):
+    """Check and lay out the arguments of flash_attention: the kernel's arguments, and how to
+    turn its results back into the caller's shapes."""
+    q, k, v = check_qkv(q, k, v)
+    batch = leading_shape(q=q, k=k, v=v)
+    t_q, t_k = q.shape[-2], k.shape[-2]
+    offset = causal_offset(causal, t_q, t_k)
+    shape = PATHS[_resolve_path(path)]
+    dtype = np.result_type(q, k, v)
+    work = _compute_dtype(dtype)
+    nr = shape.nr(np.dtype(work).itemsize)
+    if block_q is None:
+        block_q = _default_block_q(math.prod(batch), t_q, offset is not None, nr)
+    block_q, block_k = positive_int("block_q", block_q), positive_int("block_k", block_k)
+    scale = resolve_scale(scale, q.shape[-1])
+    d_v = v.shape[-1]
+    q, q_index = _flatten(q, batch, work)
+    # a key tile's rows are computed mr at a time: up to mr - 1 rows past t_k
+    k_rows = _round_up(t_k, shape.mr) if block_k % shape.mr == 0 else t_k + shape.mr - 1
+    k, k_index = _flatten(k, batch, work, rows=k_rows)
+    v, v_index = _flatten(v, batch, work, cols=_round_up(d_v, shape.mr))
+    out = np.empty((q_index.size, t_q, d_v), work)
+    lse = np.empty((q_index.size, t_q), work)
+    arguments = (q, k, v, q_index, k_index, v_index, t_k, work(scale * LOG2E), offset is not None, offset or 0,
+                 block_q, block_k, out, lse, shape)
+    return arguments, (batch, t_q, d_v, dtype)
+
+
+def flash_attention(q, k, v, *, causal=False, block_q=None, block_k=BLOCK_K, scale=None, return_lse=False,
+                    path=None):
     """attncore.flash_attention compiled: same arguments, checks and results.
 
     q (..., T_q, d_k), k (..., T_k, d_k), v (..., T_k, d_v) -> (..., T_q, d_v),
     with return_lse also the log-sum-exp of each scaled score row (..., T_q).
     causal: False, True (square), "top_left" or "bottom_right"; key tiles
     entirely above the diagonal are skipped. Never allocates (T_q, T_k).
-    block_q None picks one (see _default_block_q); tiles hold block_q x block_k scores.
+    block_q None picks one (see _default_block_q); tiles hold up to block_k keys.
+    path: "avx512", "avx2", "portable" or "loops" forces a micro-kernel (see the
+    module docstring); None takes ATTNCORE_JIT_PATH, else the host CPU's.
     """
-    q, k, v = check_qkv(q, k, v)
-    batch = leading_shape(q=q, k=k, v=v)
-    t_q, t_k = q.shape[-2], k.shape[-2]
-    offset = causal_offset(causal, t_q, t_k)
-    if block_q is None:
-        block_q = _default_block_q(math.prod(batch), t_q, offset is not None)
-    block_q, block_k = positive_int("block_q", block_q), positive_int("block_k", block_k)
-    scale = resolve_scale(scale, q.shape[-1])
-    dtype = np.result_type(q, k, v)
-    work = _compute_dtype(dtype)
-    d_v = v.shape[-1]
-    q, q_index = _flatten(q, batch, work)
-    # key tiles are read 4 rows at a time, up to 3 rows past t_k when block_k is not a multiple of 4
-    rows = t_k + 3 if block_k % 4 else _round_up(t_k, 4)
-    k, k_index = _flatten(k, batch, work, rows)
-    v, v_index = _flatten(v, batch, work, rows)
-    out = np.empty((q_index.size, t_q, d_v), work)
-    lse = np.empty((q_index.size, t_q), work)
-    _flash(
-        q, k, v, q_index, k_index, v_index, t_k, work(scale), offset is not None, offset or 0,
-        block_q, block_k, out, lse,
-    )
+    arguments, (batch, t_q, d_v, dtype) = _prepare(q, k, v, causal, block_q, block_k, scale, path)
+    _flash(*arguments, False, _cycle_counts(arguments))
+    out, lse = arguments[12], arguments[13]
     out = out.reshape(*batch, t_q, d_v).astype(dtype, copy=False)
     lse = lse.reshape(*batch, t_q).astype(dtype, copy=False)
     return (out, lse) if return_lse else out
+
+
+def _cycle_counts(arguments):
+    """Zeroed cycle counters, one row of PHASES per task of _flash."""
+    q_index, t_q, block_q = arguments[3], arguments[0].shape[1], arguments[10]
+    return np.zeros((q_index.size * -(-t_q // block_q), len(PHASES)), np.int64)
+
+
+# ------------------------------------------------------- introspection
+
+def profile(q, k, v, *, causal=False, block_q=None, block_k=BLOCK_K, scale=None, path=None):
+    """Where flash_attention's time goes: {phase: share of the cycles of all tasks}.
+
+    Reads the cycle counter around each phase of each key tile (PHASES), a few
+    dozen cycles per reading; summed over tasks, so with several threads it is
+    the share of the threads' total time. Same arguments as flash_attention.
+    """
+    arguments, _ = _prepare(q, k, v, causal, block_q, block_k, scale, path)
+    cycles = _cycle_counts(arguments)
+    _flash(*arguments, True, cycles)
+    total = cycles.sum(axis=0)
+    return dict(zip(PHASES, (total / max(total.sum(), 1)).tolist()))
+
+
+@numba.njit(fastmath=FASTMATH)  # not cached: its machine code stays inspectable (kernel_info)
+def _products(a, b, out, shape):
+    """out = a @ b through the micro-kernel: a (M, K), b (K, nr * panels), out (M, nr * panels),
+    M a multiple of mr; panel by panel, each panel's columns copied to a contiguous tile."""
+    mr, nr = _tile_rows(shape), _tile_cols(shape, a)
+    b_panel = np.empty((b.shape[0], nr), b.dtype)
+    c_panel = np.empty((mr, nr), b.dtype)
+    ones = np.ones(nr, b.dtype)
+    for j0 in range(0, b.shape[1], nr):
+        b_panel[:] = b[:, j0:j0 + nr]
+        for r0 in range(0, a.shape[0], mr):
+            _tile_product(a, r0, 0, b_panel, c_panel, 0, a.shape[1], ones, True, shape)
+            out[r0:r0 + mr, j0:j0 + nr] = c_panel
+
+
+def tile_product(a, b, *, path=None):
+    """a @ b (float32 or float64) computed by the attention kernel's micro-kernel, for study.
+
+    a (M, K), b (K, N) -> (M, N). M and N are zero-padded to multiples of the block."""
+    shape = PATHS[_resolve_path(path)]
+    a, b = np.asarray(a), np.asarray(b)
+    dtype = _compute_dtype(np.result_type(a, b))
+    nr = shape.nr(np.dtype(dtype).itemsize)
+    m, n = _round_up(a.shape[0], shape.mr), _round_up(b.shape[1], nr)
+    a_pad, b_pad = np.zeros((m, a.shape[1]), dtype), np.zeros((b.shape[0], n), dtype)
+    a_pad[: a.shape[0]], b_pad[:, : b.shape[1]] = a, b
+    out = np.empty((m, n), dtype)
+    _products(a_pad, b_pad, out, shape)
+    return out[: a.shape[0], : b.shape[1]]
+
+
+def kernel_info(path=None, asm=False):
+    """What attncore.jit runs here: the path and its micro-kernel, the CPU, the exp2
+    polynomial, the compile cache of the attention kernel; with asm, the machine code
+    of the float32 micro-kernel (the compiled tile_product of this path)."""
+    name = _resolve_path(path)
+    shape = PATHS[name]
+    stats = _flash.stats
+    from llvmlite import binding
+
+    info = {
+        "path": name,
+        "host_path": host_path(),
+        "forced_by": "argument" if path else ENV_PATH if os.environ.get(ENV_PATH) else None,
+        "cpu_name": numba.config.CPU_NAME or binding.get_host_cpu_name(),
+        "vector_bits": shape.bits,
+        "lanes": {"float32": shape.lanes(4), "float64": shape.lanes(8)},
+        "mr": shape.mr,
+        "nr": {"float32": shape.nr(4), "float64": shape.nr(8)},
+        "accumulators": shape.mr * shape.nv,
+        "fma_intrinsic": shape.fma and not shape.loops,
+        "intrinsic": not shape.loops,
+        "block_k": BLOCK_K,
+        "exp2_coefficients": EXP2_COEFFICIENTS,
+        "phases": PHASES,
+        "compiled_signatures": len(_flash.signatures),
+        "cache_hits": sum(stats.cache_hits.values()),
+        "cache_misses": sum(stats.cache_misses.values()),
+    }
+    if asm:
+        x = np.zeros((shape.mr, 1), np.float32)
+        tile_product(x, np.zeros((1, 1), np.float32), path=name)
+        signature = next(s for s in _products.signatures if s[0].dtype == types.float32 and s[3] == numba.typeof(shape))
+        info["asm"] = _products.inspect_asm(signature)
+    return info
 
 
 # -------------------------------------------------------------- softmax

@@ -40,6 +40,17 @@ def _ref_lse(q, k, mask, scale=None):
     return np.array([ref.logsumexp_row(row, m) for row, m in zip(s, mask)])
 
 
+@pytest.fixture(params=["numpy", "jit"])
+def flash_attention(request):
+    """The NumPy tiles and the Numba kernel (at the host's path) promise the same results."""
+    if request.param == "numpy":
+        return ac.flash_attention
+    pytest.importorskip("numba")
+    from attncore import jit
+
+    return jit.flash_attention
+
+
 def _combos():
     for (t_q, t_k), causal in itertools.product(SHAPES, CAUSAL):
         if causal is True and t_q != t_k:
@@ -49,9 +60,9 @@ def _combos():
 
 @pytest.mark.parametrize("t_q,t_k,causal", list(_combos()))
 @pytest.mark.parametrize("block_q,block_k", BLOCKS)
-def test_flash_matches_reference(rng, t_q, t_k, causal, block_q, block_k):
+def test_flash_matches_reference(flash_attention, rng, t_q, t_k, causal, block_q, block_k):
     q, k, v = _inputs(rng, np.float64, t_q, t_k)
-    out, lse = ac.flash_attention(q, k, v, causal=causal, block_q=block_q, block_k=block_k, return_lse=True)
+    out, lse = flash_attention(q, k, v, causal=causal, block_q=block_q, block_k=block_k, return_lse=True)
     mask = _mask(causal, t_q, t_k)
     want_out, _ = ref.attention(q, k, v, mask)
     np.testing.assert_allclose(out, want_out, rtol=0, atol=1e-12)
@@ -62,19 +73,19 @@ def test_flash_matches_reference(rng, t_q, t_k, causal, block_q, block_k):
 
 
 @pytest.mark.parametrize("causal", CAUSAL)
-def test_flash_float32_matches_attention(rng, causal):
+def test_flash_float32_matches_attention(flash_attention, rng, causal):
     q, k, v = _inputs(rng, np.float32, 9, 9, d=8, d_v=5, lead=(2, 3))
-    out, lse = ac.flash_attention(q, k, v, causal=causal, block_q=4, block_k=3, return_lse=True)
+    out, lse = flash_attention(q, k, v, causal=causal, block_q=4, block_k=3, return_lse=True)
     assert out.dtype == np.float32 and lse.dtype == np.float32
     assert out.shape == (2, 3, 9, 5) and lse.shape == (2, 3, 9)
     want = ac.attention(q, k, v, mask=_mask(causal, 9, 9))
     np.testing.assert_allclose(out, want, rtol=0, atol=ref.attention_atol(np.float32, 8, 9, 2.0)[1])
 
 
-def test_flash_leading_dims_broadcast(rng):
+def test_flash_leading_dims_broadcast(flash_attention, rng):
     q, _, _ = _inputs(rng, np.float64, 4, 6, lead=(2, 3))
     _, k, v = _inputs(rng, np.float64, 4, 6, lead=(3,))
-    out, lse = ac.flash_attention(q, k, v, block_q=3, block_k=4, return_lse=True)
+    out, lse = flash_attention(q, k, v, block_q=3, block_k=4, return_lse=True)
     assert out.shape == (2, 3, 4, 3) and lse.shape == (2, 3, 4)
     for b, h in np.ndindex(2, 3):
         want, _ = ref.attention(q[b, h], k[h], v[h])
@@ -82,27 +93,27 @@ def test_flash_leading_dims_broadcast(rng):
         np.testing.assert_allclose(lse[b, h], _ref_lse(q[b, h], k[h], None), rtol=0, atol=1e-12)
 
 
-def test_flash_custom_scale(rng):
+def test_flash_custom_scale(flash_attention, rng):
     q, k, v = _inputs(rng, np.float64, 5, 7)
-    out, lse = ac.flash_attention(q, k, v, scale=0.7, block_q=2, block_k=3, return_lse=True)
+    out, lse = flash_attention(q, k, v, scale=0.7, block_q=2, block_k=3, return_lse=True)
     np.testing.assert_allclose(out, ref.attention(q, k, v, scale=0.7)[0], rtol=0, atol=1e-12)
     np.testing.assert_allclose(lse, _ref_lse(q, k, None, 0.7), rtol=0, atol=1e-12)
 
 
-def test_flash_lse_equals_logsumexp_of_scaled_scores(rng, dtype):
+def test_flash_lse_equals_logsumexp_of_scaled_scores(flash_attention, rng, dtype):
     q, k, v = _inputs(rng, dtype, 6, 10, lead=(2,))
-    _, lse = ac.flash_attention(q, k, v, causal="bottom_right", block_q=4, block_k=3, return_lse=True)
+    _, lse = flash_attention(q, k, v, causal="bottom_right", block_q=4, block_k=3, return_lse=True)
     mask = masks.causal(6, 10, align="bottom_right")
     want = ac.logsumexp(ac.attention_scores(q, k), mask=mask)
     assert lse.dtype == dtype
     np.testing.assert_allclose(lse, want, rtol=0, atol=ref.softmax_atol(dtype, 10, 20))
 
 
-def test_flash_fully_masked_rows_are_zero(rng, dtype):
+def test_flash_fully_masked_rows_are_zero(flash_attention, rng, dtype):
     # bottom-right with T_q > T_k: queries 0..T_q-T_k-1 see no key at all
     q, k, v = _inputs(rng, dtype, 6, 2)
     with np.errstate(all="raise"):
-        out, lse = ac.flash_attention(q, k, v, causal="bottom_right", block_q=2, block_k=1, return_lse=True)
+        out, lse = flash_attention(q, k, v, causal="bottom_right", block_q=2, block_k=1, return_lse=True)
     assert not np.isnan(out).any() and not np.isnan(lse).any()
     assert np.all(out[:4] == 0) and np.all(np.isneginf(lse[:4]))
     assert np.all(np.isfinite(lse[4:]))

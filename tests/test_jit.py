@@ -1,4 +1,7 @@
-"""attncore.jit: the Numba kernels agree with the NumPy reference, and the cache works."""
+"""attncore.jit: every micro-kernel path agrees with a float64 reference, and the cache works.
+
+All paths run on any CPU (LLVM lowers wider vectors to what the CPU has), so every
+path is tested here whatever the machine."""
 import os
 import subprocess
 import sys
@@ -14,13 +17,16 @@ import attncore  # noqa: E402
 from attncore import jit, masks  # noqa: E402
 
 DTYPES = [np.float32, np.float64]
+PATHS = sorted(jit.PATHS)
 CAUSAL = [False, True, "top_left", "bottom_right"]
 # leading dims of (q, k, v): none, batch, and heads broadcast from size 1 or absent
 LEADING = [((), (), ()), ((2,), (2,), (2,)), ((2, 3), (1, 3), (2, 1)), ((3,), (), (1,))]
 
 
 def reference(q, k, v, causal, scale=None):
-    """attncore.attention with the matching causal mask, and the log-sum-exp of its scores."""
+    """attncore.attention computed in float64 with the matching causal mask, and the
+    log-sum-exp of its scores."""
+    q, k, v = (x.astype(np.float64) for x in (q, k, v))
     t_q, t_k = q.shape[-2], k.shape[-2]
     mask = None if causal is False else masks.causal(t_q, t_k, align=None if causal is True else causal)
     scores = attncore.attention_scores(q, k, scale)
@@ -28,16 +34,16 @@ def reference(q, k, v, causal, scale=None):
 
 
 def assert_matches(q, k, v, causal, **kwargs):
-    """Tolerance: both compute the same exact-arithmetic result. The kernel folds the
-    scale into q and sums d_k products in another order, so a score differs by a few
-    eps * (1 + max|s|); a weight exp(s - m) then by that relative amount, and the output
-    (a convex combination of the v rows) by that times max|v|. The lse adds the rounding
-    of log(l). Measured worst cases over 300 random shapes and block sizes: 0.9 and 3.9
-    in these units; 16 leaves room without hiding a wrong mask or a lost tile (errors O(1)).
+    """Tolerance, in eps of the input dtype: the kernel folds scale * log2(e) into q and
+    sums d_k products in another order, so a score differs by a few eps * (1 + max|s|);
+    a weight 2^(s - m) then by that relative amount plus the exp2 polynomial's (below
+    2 eps), and the output (a convex combination of the v rows) by that times max|v|.
+    The lse adds the rounding of log(l). 16 of these units leaves room without hiding
+    a wrong mask or a lost tile (errors O(1)).
     """
     out, lse = jit.flash_attention(q, k, v, causal=causal, return_lse=True, **kwargs)
     ref_out, ref_lse, scores = reference(q, k, v, causal, kwargs.get("scale"))
-    assert out.dtype == ref_out.dtype and out.shape == ref_out.shape and lse.shape == ref_lse.shape
+    assert out.dtype == q.dtype and out.shape == ref_out.shape and lse.shape == ref_lse.shape
     unit = 16 * np.finfo(out.dtype).eps * (1 + np.abs(scores).max(initial=0))
     np.testing.assert_allclose(out, ref_out, rtol=0, atol=unit * np.abs(v).max(initial=0))
     np.testing.assert_array_equal(np.isneginf(lse), np.isneginf(ref_lse))
@@ -45,8 +51,9 @@ def assert_matches(q, k, v, causal, **kwargs):
     np.testing.assert_allclose(lse[seen], ref_lse[seen], rtol=0, atol=unit)
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=60, deadline=None)
 @given(
+    path=st.sampled_from(PATHS),
     dtype=st.sampled_from(DTYPES),
     causal=st.sampled_from(CAUSAL),
     leading=st.sampled_from(LEADING),
@@ -59,32 +66,56 @@ def assert_matches(q, k, v, causal, **kwargs):
     sigma=st.sampled_from([0.1, 1.0, 4.0]),
     seed=st.integers(0, 2**32 - 1),
 )
-def test_matches_attention(dtype, causal, leading, t_q, t_k, d, d_v, block_q, block_k, sigma, seed):
+def test_matches_attention(path, dtype, causal, leading, t_q, t_k, d, d_v, block_q, block_k, sigma, seed):
     t_k = t_q if causal is True else t_k
     rng = np.random.default_rng(seed)
     shapes = [(*leading[0], t_q, d), (*leading[1], t_k, d), (*leading[2], t_k, d_v)]
     q, k, v = (rng.normal(0, sigma, shape).astype(dtype) for shape in shapes)
-    assert_matches(q, k, v, causal, block_q=block_q, block_k=block_k)
+    assert_matches(q, k, v, causal, block_q=block_q, block_k=block_k, path=path)
 
 
+@pytest.mark.parametrize("path", PATHS)
 @pytest.mark.parametrize("dtype", DTYPES)
-def test_defaults_scale_and_long_sequences(dtype):
+def test_defaults_scale_and_long_sequences(path, dtype):
     rng = np.random.default_rng(0)
     q, k, v = (rng.standard_normal((2, 600, 64)).astype(dtype) for _ in range(3))
+    for causal in (False, True, "top_left"):
+        assert_matches(q, k, v, causal, path=path)
+    assert_matches(q, k[:, :333], v[:, :333], "bottom_right", scale=0.3, block_q=100, block_k=7, path=path)
+    assert_matches(q, k[:, :333], v[:, :333], "top_left", block_q=100, block_k=7, path=path)
+    assert_matches(q[:, :333], k, v, "bottom_right", path=path)
+
+
+@pytest.mark.parametrize("path", PATHS)
+def test_float32_error_against_float64(path):
+    """The largest error against float64 at N = 1024, d = 64 (the harness measures the same):
+    a few float32 eps, whatever the path and mask."""
+    rng = np.random.default_rng(3)
+    q, k, v = (rng.standard_normal((1, 1024, 64), dtype=np.float32) for _ in range(3))
     for causal in (False, True):
-        assert_matches(q, k, v, causal)
-        assert_matches(q, k[:, :333], v[:, :333], "bottom_right", scale=0.3, block_q=100, block_k=7)
+        error = np.abs(jit.flash_attention(q, k, v, causal=causal, path=path) - reference(q, k, v, causal)[0]).max()
+        assert error < 2e-6
 
 
+@pytest.mark.parametrize("path", PATHS)
 @pytest.mark.parametrize("dtype", DTYPES)
-def test_fully_masked_rows_are_exact_zeros(dtype):
+def test_fully_masked_rows_are_exact_zeros(path, dtype):
     """bottom_right with T_q > T_k: the first T_q - T_k queries see no key at all."""
     rng = np.random.default_rng(1)
     q, k, v = (rng.standard_normal((3, t, 8)).astype(dtype) for t in (50, 20, 20))
-    out, lse = jit.flash_attention(q, k, v, causal="bottom_right", block_q=16, block_k=8, return_lse=True)
+    out, lse = jit.flash_attention(q, k, v, causal="bottom_right", block_q=16, block_k=8, return_lse=True, path=path)
     assert np.all(out[:, :30] == 0) and np.all(np.isneginf(lse[:, :30]))
     assert np.all(np.isfinite(lse[:, 30:]))
-    assert_matches(q, k, v, "bottom_right", block_q=16, block_k=8)
+    assert_matches(q, k, v, "bottom_right", block_q=16, block_k=8, path=path)
+
+
+@pytest.mark.parametrize("path", PATHS)
+def test_paths_agree_with_each_other(path):
+    """Every path computes the same numbers up to rounding, including the padded shapes."""
+    rng = np.random.default_rng(4)
+    q, k, v = (rng.standard_normal((2, 97, d)).astype(np.float32) for d in (13, 13, 11))
+    np.testing.assert_allclose(jit.flash_attention(q, k, v, causal=True, path=path),
+                               jit.flash_attention(q, k, v, causal=True, path="loops"), rtol=0, atol=2e-6)
 
 
 def test_dtypes_are_kept():
@@ -155,6 +186,69 @@ def test_exp_of_very_negative_is_zero_or_denormal(dtype):
     assert np.isposinf(jit.exp(np.array([np.inf, 1e4], dtype))).all()
 
 
+@pytest.mark.parametrize("dtype, tolerance", [(np.float32, 2.0e-7), (np.float64, 3e-16)])
+def test_exp2_relative_error(dtype, tolerance):
+    """2^x against float64 (longdouble for float64) where the result is normal; 2^0 is exactly 1."""
+    info = np.finfo(dtype)
+    wide = np.longdouble if dtype == np.float64 else np.float64
+    if dtype == np.float64 and np.finfo(np.longdouble).eps >= info.eps:
+        pytest.skip("no wider float type than float64 on this platform")
+    x = np.concatenate([np.linspace(-(info.maxexp - 2), 0, 1_000_001), np.linspace(-1, 1, 100_001)]).astype(dtype)
+    exact = np.exp2(x.astype(wide))
+    assert np.max(np.abs(jit.exp2(x).astype(wide) / exact - 1)) < tolerance
+    assert jit.exp2(np.zeros(3, dtype)).tolist() == [1.0, 1.0, 1.0]
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_exp2_ends_of_the_range(dtype):
+    """Below the normal range the result is 0 (never NaN), 2^-inf = 0, 2^x overflows to inf."""
+    info = np.finfo(dtype)
+    x = np.array([-np.inf, -1e30, -(info.maxexp + 100), -(info.maxexp - 0.5)], dtype)
+    assert np.all(jit.exp2(x) == 0)
+    assert np.all(jit.exp2(np.array([info.maxexp, 1e30, np.inf], dtype)) == np.inf)
+    with pytest.raises(ValueError):
+        jit.exp2(np.arange(3))
+
+
+def test_host_path_follows_cpu_features():
+    assert jit.host_path({"avx512f": True, "avx2": True, "fma": True}) == "avx512"
+    assert jit.host_path({"avx2": True, "fma": True}) == "avx2"
+    assert jit.host_path({"avx2": True}) == "portable"  # AVX2 without FMA: no llvm.fma
+    assert jit.host_path({"neon": True}) == "portable"
+    assert jit.kernel_info()["path"] == jit.host_path()
+
+
+@pytest.mark.parametrize("path", PATHS)
+def test_tile_product_and_kernel_info(path):
+    rng = np.random.default_rng(5)
+    a, b = rng.standard_normal((13, 64), dtype=np.float32), rng.standard_normal((64, 70), dtype=np.float32)
+    np.testing.assert_allclose(jit.tile_product(a, b, path=path), a @ b, rtol=0, atol=1e-4)
+    info = jit.kernel_info(path, asm=True)
+    assert info["path"] == path and info["forced_by"] == "argument"
+    assert info["nr"]["float32"] % info["lanes"]["float32"] == 0
+    assert info["accumulators"] == info["mr"] * info["nr"]["float32"] // info["lanes"]["float32"]
+    if jit.platform.machine() in ("x86_64", "AMD64"):
+        assert "fmadd" in info["asm"] or "mulps" in info["asm"]
+
+
+def test_profile_shares_add_up():
+    rng = np.random.default_rng(6)
+    q, k, v = (rng.standard_normal((2, 300, 16), dtype=np.float32) for _ in range(3))
+    for causal in (False, True):
+        shares = jit.profile(q, k, v, causal=causal, path="portable")
+        assert list(shares) == list(jit.PHASES)
+        assert all(0 <= x <= 1 for x in shares.values()) and sum(shares.values()) == pytest.approx(1)
+
+
+def test_environment_variable_forces_a_path():
+    code = "from attncore import jit\ninfo = jit.kernel_info()\nprint(info['path'], info['forced_by'])"
+    assert run_python(code, ATTNCORE_JIT_PATH="loops").split() == ["loops", "ATTNCORE_JIT_PATH"]
+    code = "import numpy as np\nfrom attncore import jit\njit.flash_attention(*(np.ones((4, 8)),) * 3)"
+    failed = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                            env={**os.environ, "ATTNCORE_JIT_PATH": "avx1024"})
+    assert failed.returncode != 0 and "path must be one of" in failed.stderr
+
+
 @pytest.mark.parametrize(
     "kwargs",
     [
@@ -164,6 +258,7 @@ def test_exp_of_very_negative_is_zero_or_denormal(dtype):
         {"block_k": True},
         {"scale": -1.0},
         {"causal": "diagonal"},
+        {"path": "avx1024"},
     ],
 )
 def test_bad_arguments_raise(kwargs):
@@ -211,17 +306,20 @@ def test_missing_numba_gives_install_hint():
 
 
 def test_cache_is_written_then_loaded(tmp_path):
-    """A first process compiles and writes cache index files; a second loads them all."""
+    """A first process compiles and writes cache index files; a second loads them all.
+    Each path is its own specialisation of the kernel, cached separately."""
     code = (
         "import numpy as np\n"
         "from attncore import jit\n"
         "x = np.ones((2, 8, 4), np.float32)\n"
         "jit.flash_attention(x, x, x, causal=True)\n"
-        "stats = jit._flash.stats\n"
-        "print(sum(stats.cache_hits.values()), sum(stats.cache_misses.values()))"
+        "jit.flash_attention(x, x, x, path='portable')\n"
+        "info = jit.kernel_info()\n"
+        "print(info['cache_hits'], info['cache_misses'])"
     )
-    assert run_python(code, NUMBA_CACHE_DIR=str(tmp_path)).split() == ["0", "1"]
+    two = "2" if jit.host_path() != "portable" else "1"
+    assert run_python(code, NUMBA_CACHE_DIR=str(tmp_path)).split() == ["0", two]
     index_files = sorted(p.name for p in tmp_path.rglob("*.nbi"))
     assert any(name.startswith("jit._flash-") for name in index_files)
-    assert run_python(code, NUMBA_CACHE_DIR=str(tmp_path)).split() == ["1", "0"]
+    assert run_python(code, NUMBA_CACHE_DIR=str(tmp_path)).split() == [two, "0"]
     assert sorted(p.name for p in tmp_path.rglob("*.nbi")) == index_files
