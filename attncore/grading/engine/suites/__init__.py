@@ -3,9 +3,9 @@
 ASSIGNMENTS maps each assignment to its graded functions in notebook order; SPECS maps
 each graded function to its FunctionSpec.
 """
-from . import convention, flash, heads, masking, simplex, variants
+from . import convention, flash, heads, masking, real_model, simplex, variants
 
-_MODULES = [convention, simplex, masking, heads, flash, variants]
+_MODULES = [convention, simplex, masking, heads, flash, variants, real_model]
 
 ASSIGNMENTS = {module.ASSIGNMENT: [spec.name for spec in module.SPECS] for module in _MODULES}
 SPECS = {spec.name: spec for module in _MODULES for spec in module.SPECS}
