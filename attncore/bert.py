@@ -254,6 +254,15 @@ def _require_shape(name, x, layout, expected):
         raise ValueError(f"{name} must have shape ({want}), got shape {x.shape}")
 
 
+def linear(x, W, b):
+    """x @ W + b for x (..., D_in), W (D_in, D_out), b (D_out,) -> (..., D_out).
+
+    The tokens of every sentence go through one 2-D product (B * T, D_in) @ (D_in, D_out):
+    NumPy hands that to BLAS in one call, where a 3-D @ would loop over the sentences.
+    """
+    return (x.reshape(-1, x.shape[-1]) @ W + b).reshape(*x.shape[:-1], W.shape[-1])
+
+
 def embed(model, ids):
     """Word + position + segment-A embeddings, then LayerNorm: ids (B, T) -> (B, T, D)."""
     ids = np.asarray(ids)
@@ -340,12 +349,12 @@ def layer_attention(hidden, weights, attention_mask):
     attention_mask = np.asarray(attention_mask)
     _require_shape("attention_mask", attention_mask, ("B", "T"), (b, t))
     w = weights
-    q = split_heads(hidden @ w.W_q + w.b_q, w.n_heads)  # (B, H, T, d)
-    k = split_heads(hidden @ w.W_k + w.b_k, w.n_heads)
-    v = split_heads(hidden @ w.W_v + w.b_v, w.n_heads)
+    q = split_heads(linear(hidden, w.W_q, w.b_q), w.n_heads)  # (B, H, T, d)
+    k = split_heads(linear(hidden, w.W_k, w.b_k), w.n_heads)
+    v = split_heads(linear(hidden, w.W_v, w.b_v), w.n_heads)
     A = attention_weights(q, k, mask=key_padding_mask(attention_mask))  # (B, H, T_q, T_k)
     context = merge_heads(A @ v)  # (B, T, D): the heads side by side again
-    return context @ w.W_o + w.b_o, A
+    return linear(context, w.W_o, w.b_o), A
 
 
 def gelu(x):
@@ -373,7 +382,7 @@ def encoder_layer(hidden, layer, attention_mask, attention=layer_attention):
     """
     attended, A = attention(hidden, layer.attention, attention_mask)
     h = layer.attention_norm(hidden + attended)  # residual, then LayerNorm
-    ff = gelu(h @ layer.W_in + layer.b_in) @ layer.W_out + layer.b_out  # (B, T, F) -> (B, T, D)
+    ff = linear(gelu(linear(h, layer.W_in, layer.b_in)), layer.W_out, layer.b_out)  # (B, T, F) -> (B, T, D)
     return LayerOutput(layer.output_norm(h + ff), A)
 
 
