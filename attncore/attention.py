@@ -29,7 +29,7 @@ def attention_weights(q, k, mask=None, scale=None):
 def attention(q, k, v, mask=None, scale=None, return_weights=False):
     """out_i = sum_j A_ij v_j, shape (..., T_q, d_v); optionally also A.
 
-    A fully masked query has zero weights and a zero output (as PyTorch's SDPA).
+    A fully masked query has zero weights and a zero output (as PyTorch's SDPA since 2.5).
     """
     q, k, v = check_qkv(q, k, v)
     leading_shape(q=q, k=k, v=v)

@@ -4,9 +4,10 @@ A report says how far the worst row is from the claim and which row it is, so
 the book can print it, the tests can assert on it and the grader can quote it.
 
 Tolerance: a row of n weights computed in floating point sums to 1 only up to
-rounding. Each of the n additions (and the exponentials and the division before
-them) contributes at most about one unit roundoff eps/2, so |sum - 1| is bounded
-by a small multiple of n * eps. The default atol is 4 * n * eps of the dtype
+rounding. The exponentials' own rounding cancels (the same rounded values are summed
+and then divided by that sum); what remains is the summation, each of the n
+additions contributing at most about one unit roundoff eps/2, and the division, so
+|sum - 1| is bounded by a small multiple of n * eps. The default atol is 4 * n * eps of the dtype
 (float32: eps = 1.19e-7; float64: eps = 2.2e-16), with a floor of 8 * eps.
 """
 from dataclasses import dataclass
