@@ -1,11 +1,11 @@
-"""attncore.grading's machinery, without nbgrader: diagnosis order, guards, the static scan."""
+"""attncore.grading's engine, without nbgrader: messages, the catalogue vocabulary, same()."""
 import numpy as np
 import pytest
 
 import attncore
-from attncore.grading import FeedbackError, check
-from attncore.grading.guard import tampering_in_source
-from attncore.grading.probe import same
+from attncore.grading import check
+from attncore.grading.engine import FeedbackError, FunctionSpec, Misconception
+from attncore.grading.engine.probe import recognise_error, same
 
 
 def correct_scores(Q, K):
@@ -28,21 +28,21 @@ def test_message_names_the_misconception_input_and_fix():
     assert "How to fix:" in text
 
 
-def test_effective_scale_is_reported():
-    with pytest.raises(FeedbackError, match=r"times 0\.25 \(1/d_k\); with d_k = 4 the scale must be"):
-        check("attention_scores", lambda Q, K: Q @ K.T / Q.shape[-1], "basic")
+@pytest.mark.parametrize("function,learner,scale", [
+    ("attention_scores", lambda Q, K: Q @ K.T / Q.shape[-1],
+     r"0\.25 \(1/d_k: the 1/sqrt\(d_k\) applied twice\)"),
+    ("attention", lambda Q, K, V: attncore.softmax(Q @ K.T / np.sqrt(V.shape[-1])) @ V,
+     r"0\.7071 \(1/sqrt\(d_v\)"),
+])
+def test_effective_scale_is_reported(function, learner, scale):
+    with pytest.raises(FeedbackError, match=rf"times {scale}.*; with d_k = 4 the scale is"):
+        check(function, learner, "basic")
 
 
-def test_calling_the_function_being_written_trips(monkeypatch):
+def test_calling_the_function_being_written_trips():
     with pytest.raises(FeedbackError, match="you called attncore.attention_scores, which this exercise does not allow"):
         check("attention_scores", lambda Q, K: attncore.attention_scores(Q, K), "basic")
     assert attncore.attention_scores(np.ones((1, 2)), np.ones((1, 2))).shape == (1, 1)  # restored
-
-
-def test_replaced_grader_objects_void_the_check(monkeypatch):
-    monkeypatch.setattr(np, "allclose", lambda *a, **k: True)
-    with pytest.raises(FeedbackError, match="tampering with the grader detected: numpy.allclose"):
-        check("attention_scores", correct_scores, "basic")
 
 
 def test_unknown_names_are_programming_errors():
@@ -52,29 +52,31 @@ def test_unknown_names_are_programming_errors():
         check("attention_scores", correct_scores, "nope")
 
 
-@pytest.mark.parametrize("source", [
-    "import attncore.grading\nattncore.grading.check = print",
-    "from attncore import grading as g\ng.check = print",
-    "import numpy as np\nnp.testing.assert_allclose = print",
-    "import builtins\nbuiltins.len = lambda x: 0",
-    "__builtins__.len = lambda x: 0",
-    "setattr(np, 'allclose', lambda *a, **k: True)",
-    "m = __import__('attncore.grading')",
-    "import sys\nsys.modules['attncore.grading'] = None",
-    "get_ipython().set_custom_exc((AssertionError,), lambda *a: None)",
-])
-def test_static_scan_flags_tampering(source):
-    assert tampering_in_source(source)
+def test_a_variant_names_its_mistake_with_its_own_detail():
+    mistake = Misconception("doubled or tripled", "multiply by 1",
+                            variants=(lambda x: None, lambda x: 2 * x, lambda x: 3 * x),
+                            detail=["never", "twice", "three times"])
+    x = {"x": np.arange(3.0)}
+    assert mistake.recognise(x, 3 * x["x"], x["x"]) == "three times"
+    assert mistake.recognise(x, x["x"], x["x"] + 1) is None  # no variant gives that
+    zero = {"x": np.zeros(3)}  # every variant equals the reference there: it says nothing
+    assert mistake.recognise(zero, np.zeros(3), np.zeros(3)) is None
 
 
-@pytest.mark.parametrize("source", [
-    "def softmax(x):\n    x = x - x.max(axis=-1, keepdims=True)\n    e = np.exp(x)\n    return e / e.sum(-1, keepdims=True)",
-    "def f(Q, K):\n    S = np.zeros((2, 2))\n    S[0, 1] = 3\n    out = {}\n    out['a'] = S\n    return S",
-    "import numpy as np\nnp.random.seed(0)\nx = np.ones(3)\nx[0] += 1",
-    "def broken(:\n    pass",  # a syntax error fails the learner's own cell
-])
-def test_static_scan_leaves_ordinary_code_alone(source):
-    assert tampering_in_source(source) == []
+def test_an_error_is_named_by_the_only_variant_that_raises_it_or_by_on_error():
+    def unpack(x):
+        rows, cols = x.shape
+        return x
+
+    spec = FunctionSpec("f", lambda x: x, {}, [
+        Misconception("unpacks two axes", "use x.shape[-1]", variants=(unpack,)),
+        Misconception("any error", "read it", on_error=lambda a, t, m: f"{t} seen"),
+    ])
+    x = {"x": np.zeros((1, 2, 3))}
+    named, detail = recognise_error(spec, x, "ValueError", "too many values to unpack (expected 2)")
+    assert named.name == "unpacks two axes"
+    named, detail = recognise_error(spec, x, "TypeError", "something else")
+    assert (named.name, detail) == ("any error", "TypeError seen")
 
 
 def test_same_matches_shapes_values_and_nan():
