@@ -23,6 +23,7 @@ import importlib
 import re
 import subprocess
 import sys
+import time
 import warnings
 
 import nbformat
@@ -178,14 +179,17 @@ def _autograde(tmp_path, assignment):
     plan = rounds(assignment)
     for k, chosen in enumerate(plan):
         course.submit(assignment, f"style{k}", submission(assignment, sources(chosen)))
+    started = time.perf_counter()
     course.autograde(assignment)
-    return course, plan
+    return course, plan, time.perf_counter() - started
 
 
 @pytest.mark.parametrize("assignment", [
     pytest.param(a, marks=pytest.mark.xdist_group(a)) for a in MODULES])
-def test_every_style_gets_full_marks_through_nbgrader_autograde(tmp_path, assignment):
-    course, plan = _autograde(tmp_path, assignment)
+def test_every_style_gets_full_marks_through_nbgrader_autograde(tmp_path, assignment,
+                                                             record_property):
+    course, plan, seconds = _autograde(tmp_path, assignment)
+    record_property("autograde_seconds", (assignment, len(plan), round(seconds, 1)))
     lost = []
     for k, chosen in enumerate(plan):
         grades = course.grades(assignment, f"style{k}")
@@ -227,3 +231,79 @@ def test_self_check_gives_full_marks_and_exit_zero(tmp_path, assignment):
         assert re.search(rf"^{function} .* ok$", result.stdout, re.M), (function, result.stdout)
         if expected_note(right):
             assert re.search(rf"Note: .*{expected_note(right)}", result.stdout), result.stdout
+
+
+# ---------------------------------------------------------------- false positives not yet fixed
+# Correct solutions that still lose points (or lose their notes) for reasons outside the
+# fairness suite's reach: the worker (course/), the capture of notes (observe.py) and the
+# 05 memory case with its exercise text. Reported to the lead; strict, so that the fix
+# shows up as XPASS and these become ordinary tests.
+
+@pytest.mark.xfail(strict=True, reason="the worker runs cells without IPython: %%time or "
+                   "%timeit in a solution cell raises NameError (get_ipython), the function "
+                   "is never defined, and every function that calls it scores 0 too")
+def test_ipython_magics_in_a_solution_cell_cost_nothing():
+    chosen = {
+        "attention_scores": "%%time\ndef attention_scores(Q, K):\n"
+                            "    return Q @ K.T / np.sqrt(Q.shape[-1])\n",
+        "attention_weights": "def attention_weights(Q, K):\n"
+                             "    return softmax(attention_scores(Q, K), axis=-1)\n\n"
+                             "%timeit attention_weights(Q_example, K_example)\n",
+    }
+    failed = [gid for gid, v in verdicts(submission("01-convention", chosen)).items()
+              if not v.passed]
+    assert not failed
+
+
+PYTHON_LISTS_FLASH = '''
+import math
+
+def flash_attention(Q, K, V, block_size):
+    Q, K, V = Q.tolist(), K.tolist(), V.tolist()      # plain Python from here on
+    scale = 1 / math.sqrt(len(Q[0]))
+    out = []
+    for q0 in range(0, len(Q), block_size):
+        for q in Q[q0:q0 + block_size]:
+            m, l, acc = -math.inf, 0.0, [0.0] * len(V[0])
+            for k0 in range(0, len(K), block_size):
+                s = [scale * sum(a * b for a, b in zip(q, k)) for k in K[k0:k0 + block_size]]
+                m_new = max(m, max(s))
+                alpha = math.exp(m - m_new)
+                p = [math.exp(x - m_new) for x in s]
+                l = alpha * l + sum(p)
+                acc = [alpha * a + sum(pj * v[c] for pj, v in zip(p, V[k0:k0 + block_size]))
+                       for c, a in enumerate(acc)]
+                m = m_new
+            out.append([a / l for a in acc])
+    return np.array(out)
+'''
+
+
+@pytest.mark.xfail(strict=True, reason="05 memory case (T_q = 32, T_k = 4096, d = 2): K and V "
+                   "as Python lists take about as much as the whole score matrix, so a tiled "
+                   "pure-Python solution that starts with K.tolist() is told it materialised "
+                   "the (T_q, T_k) matrix")
+def test_pure_python_flash_attention_on_lists_of_the_inputs_keeps_the_memory_point():
+    result = verdicts(submission("05-flash", {"flash_attention": PYTHON_LISTS_FLASH}))
+    assert result["flash_attention-memory"].passed, result["flash_attention-memory"].message
+
+
+@pytest.mark.xfail(strict=True, reason="a logging handler binds the sys.stderr of the moment it "
+                   "is made (logging.basicConfig in a cell, or the first logging.warning call): "
+                   "later log lines go to a capture that has already been read, so they are "
+                   "never shown as notes (no points lost)")
+def test_logging_is_shown_as_a_note_in_every_function_that_logs():
+    chosen = {
+        "attention_scores": "import logging\nlogging.basicConfig(level=logging.INFO)\n\n"
+                            "def attention_scores(Q, K):\n"
+                            "    logging.info('scores for %d queries', len(Q))\n"
+                            "    return Q @ K.T / np.sqrt(Q.shape[-1])\n",
+        "attention": "import logging\n\ndef attention(Q, K, V):\n"
+                     "    logging.getLogger('mine').warning('attention for %d queries', len(Q))\n"
+                     "    return attention_weights(Q, K) @ V\n",
+    }
+    result = verdicts(submission("01-convention", chosen))
+    assert all(v.passed for v in result.values())
+    for function in chosen:
+        notes = [n for gid, v in result.items() if gid.startswith(function + "-") for n in v.notes]
+        assert any("queries" in note for note in notes), (function, notes)
