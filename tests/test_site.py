@@ -1,20 +1,25 @@
 """The built site, checked in a real browser (Debian's Chromium driven by Playwright).
 
 `make test` builds the book first (`make book`), so these tests see the site a
-reader gets. Every page is served from 127.0.0.1 and must load with no console
-error and no request to any other host, with math typeset and images loaded.
+reader gets (SITE_DIR=path/to/html points them at another build). Every page is
+served from 127.0.0.1 and must load with no console error and no request to any
+other host, with math typeset and images loaded; the navigation must open on a
+phone (390 px) and collapse on a desktop (1366 px).
 """
 import functools
 import http.server
 import os
 import shutil
 import threading
+import tomllib
 from pathlib import Path
 from urllib.parse import urlparse
 
 import pytest
+import yaml
 
-SITE = Path(__file__).resolve().parents[1] / "_build" / "html"
+ROOT = Path(__file__).resolve().parents[1]
+SITE = Path(os.environ.get("SITE_DIR") or ROOT / "_build" / "html").resolve()
 CHROMIUM = os.environ.get("CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
 CHROMIUM_FLAGS = [
     "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
@@ -61,10 +66,17 @@ def browser():
         browser.close()
 
 
+PHONE = {"width": 390, "height": 844}
+DESKTOP = {"width": 1366, "height": 900}
+
+
 @pytest.fixture
-def page(browser):
-    """A fresh page that records console errors and blocks requests to other hosts."""
-    context = browser.new_context()
+def page(browser, request):
+    """A fresh page that records console errors and blocks requests to other hosts.
+
+    A desktop window unless the test parametrizes `page` indirectly with another size (PHONE).
+    """
+    context = browser.new_context(viewport=getattr(request, "param", None) or DESKTOP)
     page = context.new_page()
     page.console_errors, page.foreign_requests = [], []
     page.on("console", lambda m: m.type == "error" and page.console_errors.append(m.text))
@@ -89,12 +101,18 @@ def load(page, url):
     page.wait_for_function("[...document.images].every(i => i.complete)")
 
 
-@pytest.mark.parametrize("path", PAGES)
-def test_page_loads_offline_with_math_and_images(page, base_url, path):
-    load(page, base_url + path)
+def wait_math(page):
+    """Wait until MathJax has typeset the page (pages without math return at once)."""
     if page.locator(".math").count():
         page.wait_for_function("window.MathJax && MathJax.startup && MathJax.startup.promise")
         page.evaluate("MathJax.startup.promise")
+
+
+@pytest.mark.parametrize("path", PAGES)
+def test_page_loads_offline_with_math_and_images(page, base_url, path):
+    load(page, base_url + path)
+    wait_math(page)
+    if page.locator(".math").count():
         raw = page.evaluate(
             "[...document.querySelectorAll('.math')].filter(e => !e.querySelector('mjx-container'))"
             ".map(e => e.textContent.slice(0, 80))"
@@ -134,4 +152,131 @@ def test_launch_buttons_open_the_paired_notebook(path):
         links = [l for l in html.split('href="')[1:] if l.startswith(f"https://{service}")]
         assert links, f"no {service} launch link on {path}"
         assert all(l.split('"')[0].endswith("/" + notebook) for l in links), links
-        assert (SITE.parents[1] / notebook).is_file()
+        assert (ROOT / notebook).is_file()
+
+
+# True when some element matching the selector is on screen and is what a tap at its
+# centre would hit (not off-canvas, not hidden, not under a backdrop).
+REACHABLE = """selector => [...document.querySelectorAll(selector)].some(e => {
+    const r = e.getBoundingClientRect();
+    const x = r.left + r.width / 2, y = r.top + r.height / 2;
+    if (r.width < 1 || r.height < 1 || x < 0 || y < 0 || x > innerWidth || y > innerHeight) return false;
+    const hit = document.elementFromPoint(x, y);
+    return hit !== null && (hit === e || e.contains(hit));
+})"""
+SITE_NAV = "nav.bd-docs-nav a"   # the book's chapters (primary sidebar)
+PAGE_NAV = "nav.page-toc a"      # this page's sections (secondary sidebar)
+CHAPTER = "book/01-rows-are-queries.html"
+
+
+def becomes(page, selector, reachable, what):
+    """Wait (briefly: the theme animates) until the selector is, or is not, reachable."""
+    from playwright.sync_api import TimeoutError
+
+    try:
+        page.wait_for_function(f"({REACHABLE})({selector!r}) === {str(reachable).lower()}",
+                               timeout=5_000)
+    except TimeoutError:
+        pytest.fail(what)
+
+
+def tap_visible(page, selector):
+    buttons = page.locator(f"{selector}:visible")
+    assert buttons.count() == 1, f"expected one visible {selector} button, found {buttons.count()}"
+    buttons.click()
+
+
+@pytest.mark.parametrize("page", [PHONE], indirect=True, ids=["390px"])
+@pytest.mark.parametrize("button, nav",
+                         [(".primary-toggle", SITE_NAV), (".secondary-toggle", PAGE_NAV)],
+                         ids=["menu", "page-contents"])
+def test_phone_buttons_open_the_navigation(page, base_url, button, nav):
+    load(page, base_url + CHAPTER)
+    becomes(page, nav, False, f"{nav} is on screen at 390 px before any tap")
+    tap_visible(page, button)
+    becomes(page, nav, True, f"tapping {button} at 390 px did not bring {nav} on screen")
+    assert page.console_errors == [], page.console_errors
+
+
+@pytest.mark.parametrize("page", [DESKTOP], indirect=True, ids=["1366px"])
+def test_desktop_sidebar_toggle_hides_and_shows_the_navigation(page, base_url):
+    load(page, base_url + CHAPTER)
+    becomes(page, SITE_NAV, True, "the chapter list is not on screen at 1366 px")
+    tap_visible(page, ".primary-toggle")
+    becomes(page, SITE_NAV, False, "clicking the sidebar toggle at 1366 px did not hide the chapters")
+    tap_visible(page, ".primary-toggle")
+    becomes(page, SITE_NAV, True, "clicking the sidebar toggle again did not bring the chapters back")
+    assert page.console_errors == [], page.console_errors
+
+
+# A Markdown table that was not rendered shows its delimiter row, "|---|---|", as text
+# (the typographer may have turned the dashes into en or em dashes).
+RAW_TABLE_TEXT = r"""() => {
+    const walker = document.createTreeWalker(document.documentElement, NodeFilter.SHOW_TEXT);
+    const raw = [];
+    for (let node; (node = walker.nextNode()); ) {
+        const element = node.parentElement;
+        if (element.closest("pre, code, script, style, mjx-container, .math")) continue;
+        if (!element.checkVisibility()) continue;
+        const text = node.textContent;
+        if (/\|\s*:?[-\u2013\u2014]+:?\s*\|/.test(text)) raw.push(text.trim().slice(0, 120));
+    }
+    return raw;
+}"""
+
+
+@pytest.mark.parametrize("path", PAGES)
+def test_no_raw_markdown_table_text(page, base_url, path):
+    load(page, base_url + path)
+    raw = page.evaluate(RAW_TABLE_TEXT)
+    assert raw == [], f"{path} shows Markdown table source instead of a table: {raw}"
+
+
+PAGES_WITH_DISPLAY_MATH = [p for p in PAGES if '<div class="math' in (SITE / p).read_text()]
+
+
+@pytest.mark.parametrize("path", PAGES_WITH_DISPLAY_MATH)
+def test_display_equations_fit_the_text_column(page, base_url, path):
+    load(page, base_url + path)
+    wait_math(page)
+    too_wide = page.evaluate("""() => [...document.querySelectorAll('mjx-container[display="true"]')]
+        .map(c => [c, c.querySelector("mjx-math"), c.parentElement.getBoundingClientRect()])
+        .filter(([c, math, column]) => {
+            const r = math.getBoundingClientRect();
+            return r.left < column.left - 1 || r.right > column.right + 1;
+        })
+        .map(([c, math, column]) => `${Math.round(math.getBoundingClientRect().width)} px in a `
+             + `${Math.round(column.width)} px column: `
+             + (c.querySelector("mjx-assistive-mml")?.textContent || "").slice(0, 60))""")
+    assert too_wide == [], f"display equations wider than the text on {path} at 1366 px: {too_wide}"
+
+
+@pytest.mark.parametrize("page", [PHONE], indirect=True, ids=["390px"])
+@pytest.mark.parametrize("path", PAGES)
+def test_wide_figures_stay_readable_on_a_phone(page, base_url, path):
+    """A figure much wider than tall (panels side by side) shrinks to a strip on a phone."""
+    load(page, base_url + path)
+    strips = page.evaluate("""() => [...document.querySelectorAll("main img")]
+        .filter(i => i.naturalWidth >= 2.5 * i.naturalHeight && i.getBoundingClientRect().height < 150)
+        .map(i => [i, i.getBoundingClientRect()])
+        .map(([i, r]) => `${i.src.split("/").pop()}: ${i.naturalWidth}x${i.naturalHeight}`
+                         + ` shown ${Math.round(r.width)}x${Math.round(r.height)}`)""")
+    assert strips == [], f"figures on {path} shrink below 150 px high at 390 px: {strips}"
+
+
+def test_a_favicon_is_served(page, base_url):
+    load(page, base_url + CHAPTER)
+    href = page.evaluate("document.querySelector('link[rel~=icon]')?.href")
+    assert href, "no <link rel=icon>: browsers ask for /favicon.ico, get a 404 and log an error"
+    icon = page.request.get(href)
+    assert icon.ok and icon.headers["content-type"].startswith("image/"), (href, icon.status)
+    assert len(icon.body()) > 100
+
+
+def test_repository_url_comes_from_pyproject(page, base_url):
+    """pyproject's Repository URL is the one source: the site's links and clone command use it."""
+    url = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["urls"]["Repository"]
+    assert yaml.safe_load((ROOT / "_config.yml").read_text())["repository"]["url"] == url
+    load(page, base_url + "book/learners.html")
+    assert page.locator(f'a[href="{url}"]').count() >= 1, "the repository button links elsewhere"
+    assert f"git clone {url}" in page.locator("main").inner_text()
