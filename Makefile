@@ -34,10 +34,10 @@ book: $(STAMP)
 test: book $(TEST_STAMP)
 	$(PY) -m pytest -n 2 --dist loadgroup
 
-# Pair every chapter with a notebook for the launch buttons (Colab, Binder);
-# --update keeps existing cell ids so regenerating gives no spurious diff.
+# Pair every page with the notebook its launch buttons open (Colab, Binder): the page's
+# cells after one install cell that does nothing where attncore is installed.
 notebooks: $(STAMP)
-	$(VENV)/bin/jupytext --quiet --update --to ipynb $(wildcard book/*.md book/*/*.md)
+	$(PY) book/_ext/launch_notebooks.py $(wildcard book/*.md book/*/*.md)
 
 # Regenerate the released exercises from solutions/ (commit the result). nbgrader
 # replaces each exercises/<assignment> folder whole, so this refuses to run while
