@@ -1,0 +1,119 @@
+"""The pieces of out-of-process grading: the wire format, observing one call, the worker."""
+import math
+import tracemalloc
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
+
+import attncore
+from attncore.feature_maps import BY_NAME
+from attncore.grading import check
+from attncore.grading.course import wire
+from attncore.grading.course.runner import Session, Worker
+from attncore.grading.engine import FeedbackError
+from attncore.grading.observe import observe
+
+ARRAYS = hnp.arrays(st.sampled_from([np.float32, np.float64, np.int64, np.bool_]),
+                    hnp.array_shapes(min_dims=0, max_dims=3, max_side=4))
+VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=True) | st.text() | ARRAYS,
+    lambda inner: st.lists(inner, max_size=3) | st.tuples(inner, inner)
+    | st.dictionaries(st.text(max_size=3), inner, max_size=3), max_leaves=8)
+
+
+def same_value(a, b):
+    if isinstance(a, np.ndarray):
+        return (isinstance(b, np.ndarray) and a.dtype == b.dtype and a.shape == b.shape
+                and np.array_equal(a, b, equal_nan=a.dtype.kind == "f"))
+    if isinstance(a, float):
+        return isinstance(b, float) and (a == b or math.isnan(a) and math.isnan(b))
+    if isinstance(a, (list, tuple)):
+        return type(a) is type(b) and len(a) == len(b) and all(map(same_value, a, b))
+    if isinstance(a, dict):
+        return a.keys() == b.keys() and all(same_value(a[k], b[k]) for k in a)
+    return type(a) is type(b) and a == b
+
+
+@given(VALUES)
+def test_wire_round_trip_keeps_values_types_and_dtypes(value):
+    assert same_value(value, wire.decode(wire.encode(value)))
+
+
+def test_wire_keeps_numpy_scalars_and_feature_maps():
+    for scalar in (np.float32(1.5), np.int64(3), np.bool_(True)):
+        back = wire.decode(wire.encode(scalar))
+        assert type(back) is type(scalar) and back == scalar
+    for feature_map in BY_NAME.values():
+        assert wire.decode(wire.encode(feature_map)) is feature_map
+
+
+def test_wire_sends_no_code():
+    """A function, an object array or any other object arrives as its type name only."""
+    for value in (lambda x: x, np.array([object()]), object(), {1: 2}):
+        back = wire.decode(wire.encode(value))
+        assert isinstance(back, wire.Opaque), value
+    assert wire.decode({"npy": wire._npy(np.arange(3))}).tolist() == [0, 1, 2]
+
+
+def test_observe_records_notes_and_never_fails_on_them():
+    def noisy(x):
+        print("hello")
+        return np.log(x)  # RuntimeWarning: divide by zero
+
+    seen = observe(noisy, {"x": np.array([0.0, 1.0])})
+    assert seen["raised"] is None and seen["returned"][1] == 0
+    assert any("RuntimeWarning: divide by zero" in note for note in seen["notes"])
+    assert any("printed to stdout: 'hello'" in note for note in seen["notes"])
+
+
+def test_observe_trips_forbidden_calls_and_restores_them():
+    original = attncore.softmax
+
+    def cheat(x):
+        return attncore.softmax(x)
+
+    seen = observe(cheat, {"x": np.zeros(3)}, forbidden=("softmax",))
+    assert seen["raised"] == ("ForbiddenCall", "attncore.softmax")
+    assert attncore.softmax is original
+
+
+def test_observe_reports_unmeasured_memory_when_tracing_is_stopped():
+    seen = observe(lambda x: tracemalloc.stop() or x, {"x": np.zeros(3)}, measure_memory=True)
+    assert seen["peak_bytes"] is None
+    big = observe(lambda x: np.ones(1 << 20) + x, {"x": 0.0}, measure_memory=True)
+    assert big["peak_bytes"] >= 8 << 20
+
+
+def test_in_kernel_check_prints_notes_and_names_the_mistake(capsys):
+    def scores(Q, K):
+        print("working")
+        return Q @ K.T / np.sqrt(Q.shape[-1])
+
+    check("attention_scores", scores, "basic")
+    assert "Note: your code printed to stdout: 'working'" in capsys.readouterr().out
+    with pytest.raises(FeedbackError, match="transposed score matrix"):
+        check("attention_scores", lambda Q, K: K @ Q.T / np.sqrt(Q.shape[-1]), "basic")
+
+
+def test_the_worker_holds_no_grader_state(tmp_path):
+    worker = Worker(tmp_path, time_limit=30)
+    try:
+        worker.exec("probe", "import sys\n"
+                             "def loaded():\n"
+                             "    return [m for m in sys.modules if m.startswith('attncore.grading')]")
+        outcome = worker.call("loaded", {}, (), False)
+    finally:
+        worker.close()
+    assert "attncore.grading.engine" not in outcome.returned
+    assert not [m for m in outcome.returned if "suites" in m or "probe" in m]
+
+
+def test_a_cell_that_hangs_stops_only_itself(tmp_path):
+    code = [("a", "x = 1"), ("b", "while True:\n    pass"), ("c", "def f(Q, K):\n    return x")]
+    with Session(code, tmp_path, time_limit=2) as session:
+        assert "did not finish" in session.load_problems["b"]
+        outcome = session.worker.call("f", {"Q": np.zeros(1), "K": np.zeros(1)}, (), False)
+    assert outcome.returned == 1
