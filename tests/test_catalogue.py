@@ -117,4 +117,5 @@ def test_wrong_solution_loses_points_and_is_named(assignment, index, record_prop
     caught, named, feedback = grade(assignment, wrong)
     record_property("misconception_outcome", (assignment, caught, named))  # summed by conftest
     assert caught, f"{wrong.function} kept full marks with:\n{wrong.source}"
-    assert named, f"feedback for {wrong.function} does not name '{wrong.misconception}':\n{feedback}"
+    assert named, (f"feedback for {wrong.function} does not name "
+                   f"'{wrong.misconception}':\n{feedback}")

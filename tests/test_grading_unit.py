@@ -40,7 +40,8 @@ def test_effective_scale_is_reported(function, learner, scale):
 
 
 def test_calling_the_function_being_written_trips():
-    with pytest.raises(FeedbackError, match="you called attncore.attention_scores, which this exercise does not allow"):
+    with pytest.raises(FeedbackError, match="you called attncore.attention_scores, which this "
+                                            "exercise does not allow"):
         check("attention_scores", lambda Q, K: attncore.attention_scores(Q, K), "basic")
     assert attncore.attention_scores(np.ones((1, 2)), np.ones((1, 2))).shape == (1, 1)  # restored
 

@@ -1,9 +1,9 @@
 """Wrong solutions, written as learners write them, one module per assignment.
 
-Each module lists WRONG: Wrong(function, misconception, source) entries. The
-feedback tests drop each source into a submission in place of the reference
-solution and require the real nbgrader autograde to take points off and to name
-the misconception in the feedback.
+Each module lists WRONG: Wrong(function, misconception, source) entries.
+tests/test_catalogue.py drops each source into a submission in place of the
+reference solution, grades it with the engine, and requires points off for that
+function and feedback that names the misconception.
 """
 from dataclasses import dataclass
 

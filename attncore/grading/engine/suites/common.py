@@ -172,7 +172,8 @@ def two_d_only(along_axis_1=None):
     """
     def on_error(arguments, error_type, error_message):
         shape = np.shape(next(iter(arguments.values())))
-        if len(shape) < 3 or error_type not in ("ValueError", "IndexError", "AxisError"):
+        if (len(shape) < 3 or error_type not in ("ValueError", "IndexError", "AxisError")
+                or "boolean index" in error_message):  # a mask used as an index: not 2-D code
             return None
         return (f"The input has shape {shape}: {len(shape)} axes. Code written for a 2-D "
                 f"(T_q, T_k) array (two names unpacked from x.shape, x[:, None], axis=1, a loop "

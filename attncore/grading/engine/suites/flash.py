@@ -327,6 +327,15 @@ def exp_out_of_range_detect(args, got, expected):
             f"every exponent <= 0 and the largest term exp(0) = 1.")
 
 
+def _dropped_detail(args, i):
+    """The tiles of a result without the last partial key tile (i = 0) or query tile (1)."""
+    if i == 0:
+        return _partial_note(args, "T_k", args["K"].shape[0])
+    return _partial_note(args, "T_q", args["Q"].shape[0]).replace(
+        "ignores the last", "leaves the rows of the last query tile empty").replace(
+        "ignores it", "leaves its rows empty")
+
+
 FLASH_MISCONCEPTIONS = [
     Misconception(NO_RESCALE, NO_RESCALE_FIX,
                   variants=(_flash_with(rescale_l=False, rescale_acc=False),
@@ -343,11 +352,9 @@ FLASH_MISCONCEPTIONS = [
                   variants=(_flash_with(inverted="raw"), _flash_with(inverted="guarded")),
                   detail=ALPHA_INVERTED_DETAIL),
     Misconception(EXP2, EXP2_FIX, variants=(_flash_with(exp=np.exp2),), detail=EXP2_DETAIL),
-    Misconception(DROPPED, DROPPED_FIX, variants=(_flash_with(drop_k=True), _flash_with(drop_q=True)),
-                  detail=lambda a, i: _partial_note(a, "T_k", a["K"].shape[0]) if i == 0 else
-                  _partial_note(a, "T_q", a["Q"].shape[0]).replace(
-                      "ignores the last", "leaves the rows of the last query tile empty").replace(
-                      "ignores it", "leaves its rows empty")),
+    Misconception(DROPPED, DROPPED_FIX,
+                  variants=(_flash_with(drop_k=True), _flash_with(drop_q=True)),
+                  detail=_dropped_detail),
     Misconception(ZERO_MAX, ZERO_MAX_FIX, variants=(_flash_with(m0=0.0),),
                   detail="In a row whose scores are all far below 0 (here near -1e4), a running "
                          "maximum that starts at 0 stays 0: every exp(s - 0) underflows to 0 "

@@ -53,12 +53,6 @@ def _offset(c):
     return f" + {c}" if c > 0 else f" - {-c}" if c < 0 else ""
 
 
-def _as_mask(got, shape):
-    """got as a boolean array of the given shape, or None when it is not one."""
-    got = np.asarray(got)
-    return got if got.dtype == bool and got.shape == tuple(shape) else None
-
-
 def _informative(mask):
     """Not all True and not all False: on tiny inputs many mistakes give such masks."""
     return bool(mask.any() and not mask.all())
@@ -837,7 +831,10 @@ SOFTMAX_MISCONCEPTIONS = [
                                      "(B, 1, T_k) for scores (B, T_q, T_k); boolean indexing "
                                      "needs the full shape. Use np.where(mask, scores, "
                                      "-np.inf), which broadcasts (and makes a new array).",
-                  variants=(_index_without_broadcast,)),
+                  variants=(_index_without_broadcast,),
+                  on_error=lambda args, error_type, error_message: (
+                      "Boolean indexing with the mask needs the mask in the scores' full "
+                      "shape." if "boolean index did not match" in error_message else None)),
 ]
 
 
