@@ -4,8 +4,9 @@ Each wrong solution in tests/wrong/ replaces the reference in a submission, whos
 cells are graded in this process (tests.gradekit.in_process_verdicts: the same engine
 and suites as nbgrader autograde and the self-check, without the worker). A wrong
 solution must lose points for its function (some suite of it not passed), and the
-feedback of that function must name its misconception. The real pipeline carries the
-same messages; tests/test_grading_pipeline.py checks that once per assignment.
+feedback of that function must name its misconception. The grade that counts runs the
+same engine with the learner's code in a worker (course/runner.py); this file checks
+the catalogue itself, in seconds.
 """
 import importlib
 
@@ -89,7 +90,7 @@ def test_wrong_solutions_name_catalogued_misconceptions(assignment):
         assert wrong.misconception in known, (wrong.function, wrong.misconception, known)
 
 
-@pytest.mark.parametrize("assignment", list(MODULES))
+@pytest.mark.parametrize("assignment", list(ASSIGNMENTS))
 def test_every_suite_is_run_by_a_test_cell(assignment):
     notebook = nbformat.read(source_notebook(assignment), as_version=4)
     run = {parse_grade_id(grade_id) for grade_id, _ in runner.test_cells(notebook.cells)}
@@ -99,7 +100,7 @@ def test_every_suite_is_run_by_a_test_cell(assignment):
     assert run <= declared, f"test cells naming no suite: {sorted(run - declared)}"
 
 
-@pytest.mark.parametrize("assignment", list(MODULES))
+@pytest.mark.parametrize("assignment", list(ASSIGNMENTS))
 def test_reference_solutions_pass(assignment):
     failed = {grade_id: verdict.message
               for grade_id, verdict in in_process_verdicts(submission(assignment)).items()
