@@ -160,4 +160,9 @@ def attention(Q, K, V):
     weights = softmax(Q @ K.T / np.sqrt(n_keys), axis=-1)
     return weights @ V
 '''),
+    Wrong("attention", "missing or wrong scale", '''
+def attention(Q, K, V):
+    temperature = 3 * np.sqrt(Q.shape[-1])     # a softer softmax
+    return softmax(Q @ K.T / temperature, axis=-1) @ V
+'''),
 ]

@@ -3,7 +3,7 @@ import numpy as np
 
 import attncore
 
-from ..probe import Misconception
+from ..probe import Misconception, same
 
 
 def arrays(seed, *shapes, dtype=np.float64, scale=1.0):
@@ -100,17 +100,43 @@ def softmax_scale(raw_scores, weights):
     return effective_scale(diff, log_ratio)
 
 
+def searched_scale(with_scale):
+    """fit(arguments, got) -> c for scale_misconception, when no formula recovers c: the
+    factor whose with_scale(c) output is closest to got, on a log grid from 1e-3 to 1e3
+    refined by golden-section search, if that output matches got."""
+    def fit(arguments, got):
+        values = list(arguments.values())
+
+        def loss(log_c):
+            output = np.asarray(with_scale(np.exp(log_c))(*values), dtype=float)
+            return float(np.sum((output - got) ** 2)) if output.shape == np.shape(got) else np.inf
+
+        grid = np.linspace(np.log(1e-3), np.log(1e3), 61)
+        best = int(np.nanargmin([loss(g) for g in grid]))
+        low, high = grid[max(best - 1, 0)], grid[min(best + 1, len(grid) - 1)]
+        for _ in range(40):
+            a, b = high - 0.618 * (high - low), low + 0.618 * (high - low)
+            low, high = (low, b) if loss(a) < loss(b) else (a, high)
+        c = float(np.exp((low + high) / 2))
+        return c if same(with_scale(c)(*values), got) else None
+
+    return fit
+
+
 def scale_misconception(with_scale=None, fit=None, fix=SCALE_FIX):
     """SCALE: the learner's scores are Q K^T times a factor c other than 1/sqrt(d_k).
 
-    Either fit(arguments, got) -> c recovers c from the output (scores, weights), or
-    with_scale(c) is the graded function computed with scores times c, tried for each of
-    WRONG_SCALES. The feedback reports the effective factor and names it.
+    fit(arguments, got) -> c recovers c from the output (scores, weights). Otherwise
+    with_scale(c) is the graded function computed with scores times c: it is tried for each
+    of WRONG_SCALES, then for any factor (searched_scale). The feedback reports the
+    effective factor, and names it when it is one of WRONG_SCALES.
     """
     def report(arguments, c):
         d_k = _dims(arguments)[0]
         return (f"Your scores are Q K^T times {describe_factor(c, arguments)}; with "
                 f"d_k = {d_k} the scale is 1/sqrt(d_k) = {1 / np.sqrt(d_k):.4g}.")
+
+    fit = fit or searched_scale(with_scale)
 
     def detect(arguments, got, expected):
         c = fit(arguments, got)
@@ -124,10 +150,9 @@ def scale_misconception(with_scale=None, fit=None, fix=SCALE_FIX):
             return with_scale(c)(*values) if c else None
         return run
 
-    if fit is not None:
-        return Misconception(SCALE, fix, detect=detect)
     return Misconception(
-        SCALE, fix, variants=tuple(variant(factor) for _, factor in WRONG_SCALES), finite=True,
+        SCALE, fix, variants=tuple(variant(factor) for _, factor in WRONG_SCALES) if with_scale
+        else (), detect=detect, finite=True,
         detail=lambda arguments, i: report(arguments, WRONG_SCALES[i][1](*_dims(arguments))))
 
 
