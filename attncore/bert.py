@@ -106,9 +106,10 @@ class BertConfig:
 
 
 # --------------------------------------------------------------------------- weights
+# (eq=False: these hold arrays, so they compare by identity, not element by element)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class LayerNorm:
     """gamma * (x - mean) / sqrt(var + eps) + beta over the last axis; gamma, beta (D,)."""
 
@@ -122,7 +123,7 @@ class LayerNorm:
         return (x - mean) / np.sqrt(var + np.asarray(self.eps, x.dtype)) * self.gamma + self.beta
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class AttentionWeights:
     """One layer's self-attention: x @ W + b with W (D, D) and b (D,), and the head count.
 
@@ -141,7 +142,7 @@ class AttentionWeights:
     n_heads: int
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class EncoderLayer:
     """Attention, then a GELU feed-forward (D -> F -> D), each followed by residual + LayerNorm."""
 
@@ -154,7 +155,7 @@ class EncoderLayer:
     output_norm: LayerNorm
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Bert:
     """A loaded encoder: its sizes, embedding tables, layers and tokenizer."""
 
@@ -185,7 +186,7 @@ def load(path=None, dtype=np.float32):
         t = tensors[name].astype(dtype)
         return np.ascontiguousarray(t.T) if transpose else t
 
-    def linear(prefix):  # nn.Linear stores (out, in); we multiply on the right
+    def dense(prefix):  # nn.Linear stores (out, in); we multiply on the right
         return get(f"{prefix}.weight", transpose=True), get(f"{prefix}.bias")
 
     def norm(prefix):
@@ -194,12 +195,12 @@ def load(path=None, dtype=np.float32):
     layers = []
     for i in range(config.n_layers):
         p = f"encoder.layer.{i}"
-        W_q, b_q = linear(f"{p}.attention.self.query")
-        W_k, b_k = linear(f"{p}.attention.self.key")
-        W_v, b_v = linear(f"{p}.attention.self.value")
-        W_o, b_o = linear(f"{p}.attention.output.dense")
-        W_in, b_in = linear(f"{p}.intermediate.dense")
-        W_out, b_out = linear(f"{p}.output.dense")
+        W_q, b_q = dense(f"{p}.attention.self.query")
+        W_k, b_k = dense(f"{p}.attention.self.key")
+        W_v, b_v = dense(f"{p}.attention.self.value")
+        W_o, b_o = dense(f"{p}.attention.output.dense")
+        W_in, b_in = dense(f"{p}.intermediate.dense")
+        W_out, b_out = dense(f"{p}.output.dense")
         attention = AttentionWeights(W_q, b_q, W_k, b_k, W_v, b_v, W_o, b_o, config.n_heads)
         layers.append(EncoderLayer(attention, norm(f"{p}.attention.output.LayerNorm"),
                                    W_in, b_in, W_out, b_out, norm(f"{p}.output.LayerNorm")))
@@ -229,7 +230,8 @@ class Batch(NamedTuple):
 
 def tokenize(model, sentences):
     """[CLS] sentence [SEP] for each sentence, as the model's own tokenizer does -> Batch."""
-    if isinstance(sentences, str) or not all(isinstance(s, str) for s in sentences) or not sentences:
+    if (not isinstance(sentences, (list, tuple)) or not sentences
+            or not all(isinstance(s, str) for s in sentences)):
         raise ValueError(f"sentences must be a non-empty list of strings, got {sentences!r}")
     encodings = model.tokenizer.encode_batch(list(sentences))
     lengths = [sum(e.attention_mask) for e in encodings]

@@ -102,6 +102,8 @@ def test_tokenization_equals_the_models_own_tokenizer(path, batch):
 def test_tokenize_refuses_a_sentence_longer_than_the_positions(model32):
     with pytest.raises(ValueError, match=r"sentence 1 has \d+ tokens, but the model has positions for 512"):
         bert.tokenize(model32, ["short", "word " * 600])
+    with pytest.raises(ValueError, match="sentences must be a non-empty list of strings, got 'one sentence'"):
+        bert.tokenize(model32, "one sentence")
 
 
 # --------------------------------------------------------------------------- against PyTorch
