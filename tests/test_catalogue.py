@@ -21,7 +21,8 @@ from attncore.grading.engine.probe import GENERIC
 from .gradekit import in_process_verdicts, source_notebook, submission
 
 MODULES = {"01-convention": "convention", "02-simplex": "simplex", "03-masking": "masking",
-           "04-heads": "heads", "05-flash": "flash", "06-variants": "variants"}
+           "04-heads": "heads", "05-flash": "flash", "06-variants": "variants",
+           "07-real-model": "real_model"}
 WRONG = {a: importlib.import_module(f"tests.wrong.{m}").WRONG for a, m in MODULES.items()}
 
 # The misconceptions the course promises to recognise (issues 6 and 9), by assignment.
@@ -54,6 +55,11 @@ REQUIRED = {
                     "sparsemax with k counted from 0", "sparsemax sorted in ascending order",
                     "feature_map argument ignored",
                     "feature map applied to the scores instead of to Q and K"],
+    "07-real-model": ["reshape without transpose (heads leak into each other)",
+                      "HF mask polarity read as True = blocked",
+                      "the mask applied to queries instead of keys",
+                      "scale by the hidden size instead of the head size",
+                      "output projection forgotten", "softmax over the wrong axis"],
 }
 
 

@@ -221,6 +221,10 @@ def _zero(name):
     return lambda w: np.zeros_like(getattr(w, name))
 
 
+def _identity(w):
+    return np.eye(len(w.b_o), dtype=w.W_o.dtype)
+
+
 # The scale factors learners use instead of 1/sqrt(d): (name, factor(d, D)).
 OTHER_SCALES = (
     ("no scale at all", lambda d, width: 1.0),
@@ -354,9 +358,11 @@ LAYER_MISCONCEPTIONS = [
         "output projection forgotten",
         "after merging the heads back to (B, T, D), apply the output projection: "
         "merged @ W_o + b_o. It is what mixes the heads with each other.",
-        variants=(_with(W_o=lambda w: np.eye(len(w.b_o), dtype=w.W_o.dtype), b_o=_zero("b_o")),),
-        detail="Your weights are right, and your output is the merged heads themselves, "
-               "without W_o and b_o."),
+        variants=(_with(W_o=_identity, b_o=_zero("b_o")), _with(W_o=_identity)),
+        detail=["Your weights are right, and your output is the merged heads themselves, "
+                "without W_o and b_o.",
+                "Your weights are right, and your output is the merged heads plus b_o, "
+                "without W_o."]),
     Misconception(
         "a projection bias left out",
         "every projection has its bias: q = hidden @ W_q + b_q, and the same for k, v and the "

@@ -1,0 +1,355 @@
+"""07-real-model: wrong split_heads and layer_attention."""
+from . import Wrong
+
+RESHAPE = "reshape without transpose (heads leak into each other)"
+POLARITY = "HF mask polarity read as True = blocked"
+QUERIES = "the mask applied to queries instead of keys"
+HIDDEN_SCALE = "scale by the hidden size instead of the head size"
+PROJECTION = "output projection forgotten"
+AXIS = "softmax over the wrong axis"
+
+WRONG = [
+    # ------------------------------------------------------------------ split_heads
+    Wrong("split_heads", RESHAPE, '''
+def split_heads(x, n_heads):
+    B, T, D = x.shape
+    return x.reshape(B, n_heads, T, D // n_heads)
+'''),
+    Wrong("split_heads", RESHAPE, '''
+def split_heads(x, n_heads):
+    # (B, T, D) -> (B, T, H, d): one row of d numbers per head
+    B, T, D = x.shape
+    head_dim = D // n_heads
+    return x.reshape(B, T, n_heads, head_dim)
+'''),
+    Wrong("split_heads", RESHAPE, '''
+def split_heads(x, n_heads):
+    return np.reshape(x, (x.shape[0], n_heads, -1, x.shape[-1] // n_heads))
+'''),
+    Wrong("split_heads", "heads cut from interleaved features", '''
+def split_heads(x, n_heads):
+    B, T, D = x.shape
+    return x.reshape(B, T, D // n_heads, n_heads).transpose(0, 3, 1, 2)
+'''),
+    Wrong("split_heads", "heads cut from interleaved features", '''
+def split_heads(x, n_heads):
+    heads = [x[:, :, h::n_heads] for h in range(n_heads)]   # every n_heads-th feature
+    return np.stack(heads, axis=1)
+'''),
+    Wrong("split_heads", "heads in front of the batch axis", '''
+def split_heads(x, n_heads):
+    return np.stack(np.split(x, n_heads, axis=-1))
+'''),
+    Wrong("split_heads", "heads in front of the batch axis", '''
+def split_heads(x, n_heads):
+    B, T, D = x.shape
+    return x.reshape(B, T, n_heads, D // n_heads).transpose(2, 0, 1, 3)
+'''),
+
+    # ------------------------------------------------------------------ layer_attention
+    Wrong("layer_attention", RESHAPE, '''
+def layer_attention(hidden, weights, attention_mask):
+    B, T, D = hidden.shape
+    H = weights.n_heads
+    d = D // H
+    q = (hidden @ weights.W_q + weights.b_q).reshape(B, H, T, d)
+    k = (hidden @ weights.W_k + weights.b_k).reshape(B, H, T, d)
+    v = (hidden @ weights.W_v + weights.b_v).reshape(B, H, T, d)
+    scores = q @ k.transpose(0, 1, 3, 2) / np.sqrt(d)
+    A = softmax(scores, mask=attention_mask[:, None, None, :] == 1)
+    out = (A @ v).reshape(B, T, D)
+    return out @ weights.W_o + weights.b_o, A
+'''),
+    Wrong("layer_attention", RESHAPE, '''
+def layer_attention(hidden, weights, attention_mask):
+    B, T, D = hidden.shape
+    H = weights.n_heads
+    q = split_heads(hidden @ weights.W_q + weights.b_q, H)
+    k = split_heads(hidden @ weights.W_k + weights.b_k, H)
+    v = split_heads(hidden @ weights.W_v + weights.b_v, H)
+    scores = np.einsum("bhqd,bhkd->bhqk", q, k) / np.sqrt(D // H)
+    scores = np.where(attention_mask[:, None, None, :] == 1, scores, -np.inf)
+    A = softmax(scores)
+    context = np.einsum("bhqk,bhkd->bhqd", A, v).reshape(B, T, D)  # back to (B, T, D)
+    return context @ weights.W_o + weights.b_o, A
+'''),
+    Wrong("layer_attention", POLARITY, '''
+def layer_attention(hidden, weights, attention_mask):
+    B, T, D = hidden.shape
+    H = weights.n_heads
+    q = split_heads(hidden @ weights.W_q + weights.b_q, H)
+    k = split_heads(hidden @ weights.W_k + weights.b_k, H)
+    v = split_heads(hidden @ weights.W_v + weights.b_v, H)
+    scores = q @ np.swapaxes(k, -1, -2) / np.sqrt(D // H)
+    # key_padding_mask convention: True means "ignore this key"
+    ignore = attention_mask.astype(bool)[:, None, None, :]
+    scores = np.where(ignore, -np.inf, scores)
+    A = softmax(scores, axis=-1)
+    merged = (A @ v).transpose(0, 2, 1, 3).reshape(B, T, D)
+    return merged @ weights.W_o + weights.b_o, A
+'''),
+    Wrong("layer_attention", POLARITY, '''
+def layer_attention(hidden, weights, attention_mask):
+    B, T, D = hidden.shape
+    H = weights.n_heads
+    d = D // H
+    q, k, v = (split_heads(hidden @ W + b, H) for W, b in
+               [(weights.W_q, weights.b_q), (weights.W_k, weights.b_k), (weights.W_v, weights.b_v)])
+    scores = q @ k.transpose(0, 1, 3, 2) / np.sqrt(d)
+    scores = scores + attention_mask[:, None, None, :] * -1e9   # additive mask
+    A = softmax(scores)
+    merged = (A @ v).transpose(0, 2, 1, 3).reshape(B, T, D)
+    return merged @ weights.W_o + weights.b_o, A
+'''),
+    Wrong("layer_attention", POLARITY, '''
+def layer_attention(hidden, weights, attention_mask):
+    B, T, D = hidden.shape
+    H = weights.n_heads
+    q = split_heads(hidden @ weights.W_q + weights.b_q, H)
+    k = split_heads(hidden @ weights.W_k + weights.b_k, H)
+    v = split_heads(hidden @ weights.W_v + weights.b_v, H)
+    scores = q @ k.transpose(0, 1, 3, 2) / np.sqrt(D // H)
+    padding = attention_mask[:, None, None, :] == 1
+    A = softmax(scores, mask=~padding)
+    merged = (A @ v).transpose(0, 2, 1, 3).reshape(B, T, D)
+    return merged @ weights.W_o + weights.b_o, A
+'''),
+    Wrong("layer_attention", QUERIES, '''
+def layer_attention(hidden, weights, attention_mask):
+    B, T, D = hidden.shape
+    H = weights.n_heads
+    q = split_heads(hidden @ weights.W_q + weights.b_q, H)
+    k = split_heads(hidden @ weights.W_k + weights.b_k, H)
+    v = split_heads(hidden @ weights.W_v + weights.b_v, H)
+    scores = q @ k.transpose(0, 1, 3, 2) / np.sqrt(D // H)
+    keep = attention_mask[:, None, :, None] == 1   # (B, 1, T, 1)
+    A = softmax(scores, mask=keep)
+    merged = (A @ v).transpose(0, 2, 1, 3).reshape(B, T, D)
+    return merged @ weights.W_o + weights.b_o, A
+'''),
+    Wrong("layer_attention", QUERIES, '''
+def layer_attention(hidden, weights, attention_mask):
+    B, T, D = hidden.shape
+    H = weights.n_heads
+    d = D // H
+    out = np.zeros((B, T, D))
+    A = np.zeros((B, H, T, T))
+    for b in range(B):
+        real = attention_mask[b] == 1
+        for h in range(H):
+            cols = slice(h * d, (h + 1) * d)
+            q = hidden[b] @ weights.W_q[:, cols] + weights.b_q[cols]
+            k = hidden[b] @ weights.W_k[:, cols] + weights.b_k[cols]
+            v = hidden[b] @ weights.W_v[:, cols] + weights.b_v[cols]
+            s = q @ k.T / np.sqrt(d)
+            s[~real, :] = -np.inf            # pads may not attend
+            A[b, h] = softmax(s)
+            out[b, :, cols] = A[b, h] @ v
+    return out @ weights.W_o + weights.b_o, A
+'''),
+    Wrong("layer_attention", HIDDEN_SCALE, '''
+def layer_attention(hidden, weights, attention_mask):
+    B, T, D = hidden.shape
+    H = weights.n_heads
+    q = split_heads(hidden @ weights.W_q + weights.b_q, H)
+    k = split_heads(hidden @ weights.W_k + weights.b_k, H)
+    v = split_heads(hidden @ weights.W_v + weights.b_v, H)
+    scores = q @ k.transpose(0, 1, 3, 2) / np.sqrt(D)   # 1 / sqrt(hidden size)
+    A = softmax(scores, mask=attention_mask[:, None, None, :] == 1)
+    merged = (A @ v).transpose(0, 2, 1, 3).reshape(B, T, D)
+    return merged @ weights.W_o + weights.b_o, A
+'''),
+    Wrong("layer_attention", HIDDEN_SCALE, '''
+def layer_attention(hidden, weights, attention_mask):
+    H = weights.n_heads
+    scale = hidden.shape[-1] ** -0.5
+    q = split_heads((hidden @ weights.W_q + weights.b_q) * scale, H)
+    k = split_heads(hidden @ weights.W_k + weights.b_k, H)
+    v = split_heads(hidden @ weights.W_v + weights.b_v, H)
+    scores = np.einsum("bhid,bhjd->bhij", q, k)
+    scores = np.where(attention_mask[:, None, None, :].astype(bool), scores, -1e9)
+    A = softmax(scores)
+    B, T, D = hidden.shape
+    merged = np.einsum("bhij,bhjd->bihd", A, v).reshape(B, T, D)
+    return merged @ weights.W_o + weights.b_o, A
+'''),
+    Wrong("layer_attention", "missing or wrong scale", '''
+def layer_attention(hidden, weights, attention_mask):
+    B, T, D = hidden.shape
+    H = weights.n_heads
+    q = split_heads(hidden @ weights.W_q + weights.b_q, H)
+    k = split_heads(hidden @ weights.W_k + weights.b_k, H)
+    v = split_heads(hidden @ weights.W_v + weights.b_v, H)
+    scores = q @ k.transpose(0, 1, 3, 2)
+    A = softmax(scores, mask=attention_mask[:, None, None, :] == 1)
+    merged = (A @ v).transpose(0, 2, 1, 3).reshape(B, T, D)
+    return merged @ weights.W_o + weights.b_o, A
+'''),
+    Wrong("layer_attention", "missing or wrong scale", '''
+def layer_attention(hidden, weights, attention_mask):
+    B, T, D = hidden.shape
+    H = weights.n_heads
+    d = D // H
+    q = split_heads(hidden @ weights.W_q + weights.b_q, H) / np.sqrt(d)   # scaled queries
+    k = split_heads(hidden @ weights.W_k + weights.b_k, H) / np.sqrt(d)   # scaled keys
+    v = split_heads(hidden @ weights.W_v + weights.b_v, H)
+    scores = q @ k.transpose(0, 1, 3, 2)
+    A = softmax(scores, mask=attention_mask[:, None, None, :] == 1)
+    merged = (A @ v).transpose(0, 2, 1, 3).reshape(B, T, D)
+    return merged @ weights.W_o + weights.b_o, A
+'''),
+    Wrong("layer_attention", PROJECTION, '''
+def layer_attention(hidden, weights, attention_mask):
+    B, T, D = hidden.shape
+    H = weights.n_heads
+    q = split_heads(hidden @ weights.W_q + weights.b_q, H)
+    k = split_heads(hidden @ weights.W_k + weights.b_k, H)
+    v = split_heads(hidden @ weights.W_v + weights.b_v, H)
+    scores = q @ k.transpose(0, 1, 3, 2) / np.sqrt(D // H)
+    A = softmax(scores, mask=attention_mask[:, None, None, :] == 1)
+    return (A @ v).transpose(0, 2, 1, 3).reshape(B, T, D), A
+'''),
+    Wrong("layer_attention", PROJECTION, '''
+def layer_attention(hidden, weights, attention_mask):
+    B, T, D = hidden.shape
+    H = weights.n_heads
+    q = split_heads(hidden @ weights.W_q + weights.b_q, H)
+    k = split_heads(hidden @ weights.W_k + weights.b_k, H)
+    v = split_heads(hidden @ weights.W_v + weights.b_v, H)
+    scores = q @ k.transpose(0, 1, 3, 2) / np.sqrt(D // H)
+    scores = np.where(attention_mask[:, None, None, :] == 1, scores, -np.inf)
+    A = softmax(scores)
+    merged = (A @ v).transpose(0, 2, 1, 3).reshape(B, T, D)
+    return merged + weights.b_o, A
+'''),
+    Wrong("layer_attention", AXIS, '''
+def layer_attention(hidden, weights, attention_mask):
+    B, T, D = hidden.shape
+    H = weights.n_heads
+    q = split_heads(hidden @ weights.W_q + weights.b_q, H)
+    k = split_heads(hidden @ weights.W_k + weights.b_k, H)
+    v = split_heads(hidden @ weights.W_v + weights.b_v, H)
+    scores = q @ k.transpose(0, 1, 3, 2) / np.sqrt(D // H)
+    A = softmax(scores, axis=-2, mask=attention_mask[:, None, None, :] == 1)
+    merged = (A @ v).transpose(0, 2, 1, 3).reshape(B, T, D)
+    return merged @ weights.W_o + weights.b_o, A
+'''),
+    Wrong("layer_attention", AXIS, '''
+def layer_attention(hidden, weights, attention_mask):
+    B, T, D = hidden.shape
+    H = weights.n_heads
+    q = split_heads(hidden @ weights.W_q + weights.b_q, H)
+    k = split_heads(hidden @ weights.W_k + weights.b_k, H)
+    v = split_heads(hidden @ weights.W_v + weights.b_v, H)
+    scores = q @ k.transpose(0, 1, 3, 2) / np.sqrt(D // H)
+    scores = np.where(attention_mask[:, None, None, :] == 1, scores, -np.inf)
+    e = np.exp(scores - scores.max(axis=1, keepdims=True))
+    A = e / e.sum(axis=1, keepdims=True)      # normalise over the heads
+    merged = (A @ v).transpose(0, 2, 1, 3).reshape(B, T, D)
+    return merged @ weights.W_o + weights.b_o, A
+'''),
+    Wrong("layer_attention", "weight matrices transposed (x @ W.T)", '''
+def layer_attention(hidden, weights, attention_mask):
+    # as torch.nn.Linear: y = x @ W.T + b
+    B, T, D = hidden.shape
+    H = weights.n_heads
+    q = split_heads(hidden @ weights.W_q.T + weights.b_q, H)
+    k = split_heads(hidden @ weights.W_k.T + weights.b_k, H)
+    v = split_heads(hidden @ weights.W_v.T + weights.b_v, H)
+    scores = q @ k.transpose(0, 1, 3, 2) / np.sqrt(D // H)
+    A = softmax(scores, mask=attention_mask[:, None, None, :] == 1)
+    merged = (A @ v).transpose(0, 2, 1, 3).reshape(B, T, D)
+    return merged @ weights.W_o.T + weights.b_o, A
+'''),
+    Wrong("layer_attention", "weight matrices transposed (x @ W.T)", '''
+def layer_attention(hidden, weights, attention_mask):
+    B, T, D = hidden.shape
+    H = weights.n_heads
+    def linear(x, W, b):
+        return np.einsum("oi,bti->bto", W, x) + b
+    q = split_heads(linear(hidden, weights.W_q, weights.b_q), H)
+    k = split_heads(linear(hidden, weights.W_k, weights.b_k), H)
+    v = split_heads(linear(hidden, weights.W_v, weights.b_v), H)
+    scores = q @ k.transpose(0, 1, 3, 2) / np.sqrt(D // H)
+    A = softmax(scores, mask=attention_mask[:, None, None, :] == 1)
+    merged = (A @ v).transpose(0, 2, 1, 3).reshape(B, T, D)
+    return linear(merged, weights.W_o, weights.b_o), A
+'''),
+    Wrong("layer_attention", "a projection bias left out", '''
+def layer_attention(hidden, weights, attention_mask):
+    B, T, D = hidden.shape
+    H = weights.n_heads
+    q = split_heads(hidden @ weights.W_q, H)
+    k = split_heads(hidden @ weights.W_k, H)
+    v = split_heads(hidden @ weights.W_v, H)
+    scores = q @ k.transpose(0, 1, 3, 2) / np.sqrt(D // H)
+    A = softmax(scores, mask=attention_mask[:, None, None, :] == 1)
+    merged = (A @ v).transpose(0, 2, 1, 3).reshape(B, T, D)
+    return merged @ weights.W_o, A
+'''),
+    Wrong("layer_attention", "a projection bias left out", '''
+def layer_attention(hidden, weights, attention_mask):
+    B, T, D = hidden.shape
+    H = weights.n_heads
+    q = split_heads(hidden @ weights.W_q + weights.b_q, H)
+    k = split_heads(hidden @ weights.W_k + weights.b_k, H)
+    v = split_heads(hidden @ weights.W_v, H)          # values without bias
+    scores = q @ k.transpose(0, 1, 3, 2) / np.sqrt(D // H)
+    A = softmax(scores, mask=attention_mask[:, None, None, :] == 1)
+    merged = (A @ v).transpose(0, 2, 1, 3).reshape(B, T, D)
+    return merged @ weights.W_o + weights.b_o, A
+'''),
+    Wrong("layer_attention", "pad keys not masked", '''
+def layer_attention(hidden, weights, attention_mask):
+    B, T, D = hidden.shape
+    H = weights.n_heads
+    q = split_heads(hidden @ weights.W_q + weights.b_q, H)
+    k = split_heads(hidden @ weights.W_k + weights.b_k, H)
+    v = split_heads(hidden @ weights.W_v + weights.b_v, H)
+    A = softmax(q @ k.transpose(0, 1, 3, 2) / np.sqrt(D // H))
+    merged = (A @ v).transpose(0, 2, 1, 3).reshape(B, T, D)
+    return merged @ weights.W_o + weights.b_o, A
+'''),
+    Wrong("layer_attention", "pad keys not masked", '''
+def layer_attention(hidden, weights, attention_mask):
+    B, T, D = hidden.shape
+    H = weights.n_heads
+    q = split_heads(hidden @ weights.W_q + weights.b_q, H)
+    k = split_heads(hidden @ weights.W_k + weights.b_k, H)
+    v = split_heads(hidden @ weights.W_v + weights.b_v, H)
+    scores = q @ k.transpose(0, 1, 3, 2) / np.sqrt(D // H)
+    scores = scores + (1.0 - attention_mask[:, None, :, None]) * -10000.0
+    A = softmax(scores)
+    merged = (A @ v).transpose(0, 2, 1, 3).reshape(B, T, D)
+    return merged @ weights.W_o + weights.b_o, A
+'''),
+    Wrong("layer_attention", "pad query rows masked as well", '''
+def layer_attention(hidden, weights, attention_mask):
+    B, T, D = hidden.shape
+    H = weights.n_heads
+    q = split_heads(hidden @ weights.W_q + weights.b_q, H)
+    k = split_heads(hidden @ weights.W_k + weights.b_k, H)
+    v = split_heads(hidden @ weights.W_v + weights.b_v, H)
+    scores = q @ k.transpose(0, 1, 3, 2) / np.sqrt(D // H)
+    real = attention_mask.astype(bool)
+    pairs = real[:, None, :, None] & real[:, None, None, :]   # both tokens real
+    A = softmax(scores, mask=pairs)
+    merged = (A @ v).transpose(0, 2, 1, 3).reshape(B, T, D)
+    return merged @ weights.W_o + weights.b_o, A
+'''),
+    Wrong("layer_attention", "pad query rows masked as well", '''
+def layer_attention(hidden, weights, attention_mask):
+    B, T, D = hidden.shape
+    H = weights.n_heads
+    q = split_heads(hidden @ weights.W_q + weights.b_q, H)
+    k = split_heads(hidden @ weights.W_k + weights.b_k, H)
+    v = split_heads(hidden @ weights.W_v + weights.b_v, H)
+    scores = q @ k.transpose(0, 1, 3, 2) / np.sqrt(D // H)
+    m = attention_mask[:, None, :, None] * attention_mask[:, None, None, :]
+    scores = np.where(m == 1, scores, -np.inf)
+    A = np.exp(scores - scores.max(axis=-1, keepdims=True))
+    A = A / A.sum(axis=-1, keepdims=True)
+    merged = (A @ v).transpose(0, 2, 1, 3).reshape(B, T, D)
+    return merged @ weights.W_o + weights.b_o, A
+'''),
+]
