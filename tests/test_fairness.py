@@ -255,6 +255,19 @@ def test_ipython_magics_in_a_solution_cell_cost_nothing():
     assert not failed
 
 
+@pytest.mark.xfail(strict=True, reason="display() is a builtin in every Jupyter kernel but not "
+                   "in the worker: a correct function that displays an intermediate result "
+                   "raises NameError and scores 0, and so does every function that calls it")
+def test_display_inside_a_function_costs_nothing():
+    chosen = {"attention_weights": "def attention_weights(Q, K):\n"
+                                   "    A = softmax(attention_scores(Q, K), axis=-1)\n"
+                                   "    display(A.round(3))\n"
+                                   "    return A\n"}
+    failed = [gid for gid, v in verdicts(submission("01-convention", chosen)).items()
+              if not v.passed]
+    assert not failed
+
+
 PYTHON_LISTS_FLASH = '''
 import math
 
