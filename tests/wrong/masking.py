@@ -343,4 +343,26 @@ def masked_softmax(scores, mask):
     e = e * np.any(mask, axis=-1, keepdims=True)  # a row with no allowed key: all zero
     return (e / e.sum(axis=-1, keepdims=True).clip(min=1e-30)).astype(scores.dtype)
 '''),
+    # your code assumes 2-D input
+    Wrong("masked_softmax", "your code assumes 2-D input", '''
+def masked_softmax(scores, mask):
+    T_q, T_k = scores.shape
+    out = np.zeros((T_q, T_k), dtype=scores.dtype)
+    for i in range(T_q):
+        allowed = mask[i] if mask.shape[0] == T_q else mask[0]
+        if allowed.any():
+            s = np.where(allowed, scores[i], -np.inf)
+            e = np.exp(s - s.max())
+            out[i] = e / e.sum()
+    return out
+'''),
+    Wrong("masked_softmax", "your code assumes 2-D input", '''
+def masked_softmax(scores, mask):
+    x = np.where(mask, scores, -np.inf)
+    m = np.max(x, axis=1, keepdims=True)          # axis 1: across the keys of a row
+    m = np.where(np.isfinite(m), m, 0)
+    e = np.exp(x - m)
+    total = np.sum(e, axis=1, keepdims=True)
+    return e / np.where(total > 0, total, 1)
+'''),
 ]

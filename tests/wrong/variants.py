@@ -291,4 +291,23 @@ def linear_attention(Q, K, V, feature_map):
     A = feature_map(S)
     return A @ V / A.sum(axis=1)[:, None]
 '''),
+    # your code assumes 2-D input
+    Wrong("softmax_one", "your code assumes 2-D input", '''
+def softmax_one(x):
+    m = np.maximum(x.max(axis=1), 0)[:, None]
+    e = np.exp(x - m)
+    return e / (np.exp(-m) + e.sum(axis=1)[:, None])
+'''),
+    Wrong("sparsemax", "your code assumes 2-D input", '''
+def sparsemax(x):
+    out = np.zeros_like(x)
+    for i, row in enumerate(x):
+        z = np.sort(row)[::-1]
+        k = np.arange(1, len(z) + 1)
+        cs = np.cumsum(z)
+        k_z = k[1 + k * z > cs].max()
+        tau = (cs[k_z - 1] - 1) / k_z
+        out[i] = np.maximum(row - tau, 0)
+    return out
+'''),
 ]
