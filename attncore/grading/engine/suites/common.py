@@ -35,7 +35,8 @@ def global_max_softmax(x, axis=-1):
 
 WRONG_AXIS = "softmax over the wrong axis"
 WRONG_AXIS_FIX = ("normalise over the keys, the last axis: every ROW (one query) must sum to 1. "
-                  "Use axis=-1, not axis=0.")
+                  "Use axis=-1; axis=0 (or axis=-2 for heads of shape (H, T_q, T_k)) "
+                  "normalises over the queries or the heads instead.")
 UNSTABLE = "unstable softmax (overflow)"
 UNSTABLE_FIX = ("subtract each row's maximum before exp: softmax(x) = softmax(x - max(x)), "
                 "so the largest exponent is exp(0) = 1 and nothing overflows.")

@@ -201,7 +201,7 @@ def _flash_with(rescale_l=True, rescale_acc=True, tile_max=False, m0=-np.inf, dr
                 s = q @ K[k0:k0 + block_size].T * c
                 v = V[k0:k0 + block_size]
                 m_new = np.maximum(m, s.max(axis=1))
-                alpha = 1.0 if naive else _alpha(m, m_new, exp, inverted)
+                alpha = np.ones(rows) if naive else _alpha(m, m_new, exp, inverted)
                 shift = (s.max(axis=1) if tile_max or normalise.startswith("tile")
                          else np.zeros(rows) if naive else m_new)
                 p = exp(s - shift[:, None])
@@ -213,9 +213,8 @@ def _flash_with(rescale_l=True, rescale_acc=True, tile_max=False, m0=-np.inf, dr
                 if normalise == "loop":
                     acc = acc / l[:, None]
                 m = m_new
-            done = {"end": lambda: acc / l[:, None], "loop": lambda: acc,
-                    "tile sum": lambda: acc, "tile mean": lambda: acc / len(tiles)}
-            out[q0:q0 + rows] = done[normalise]()
+            out[q0:q0 + rows] = (acc / l[:, None] if normalise == "end" else
+                                 acc / len(tiles) if normalise == "tile mean" else acc)
         return out.astype(Q.dtype)
     return run
 
