@@ -10,7 +10,7 @@ Tolerances. In float64 on both sides the two computations differ only by the
 rounding of a few thousand float64 operations per entry (measured about 1e-14),
 so 1e-12 is tight and far inside the issue's 1e-5. In float32 PyTorch's own
 forward is off the float64 truth by up to about 1e-5 after six layers; ours must
-stay within twice PyTorch's own error, layer by layer.
+stay within twice PyTorch's own error (plus a few ulps), layer by layer.
 """
 import os
 import re
@@ -125,7 +125,9 @@ def test_float32_attention_is_within_pytorchs_own_rounding(model32, batch, torch
     for layer, (a32, a64) in enumerate(zip(torch_runs[np.float32][0], truth)):
         pytorch_error = np.abs(a32 - a64).max()
         our_error = np.abs(ours.attentions[layer] - a64).max()
-        assert our_error <= 2 * pytorch_error, (
+        # twice PyTorch's own error, plus 1e-6 (about 8 float32 ulps of a weight near 1) for
+        # layer 0, where both errors are single roundings of the embeddings
+        assert our_error <= 2 * pytorch_error + 1e-6, (
             f"layer {layer}: attncore float32 is {our_error:.2e} off the float64 result, "
             f"PyTorch float32 {pytorch_error:.2e}")
 
