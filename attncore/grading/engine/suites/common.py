@@ -19,6 +19,12 @@ def rows_of_different_scales(seed, t_q, t_k, dtype=np.float64):
     return (base + offsets).astype(dtype)
 
 
+def queries_for(K, target):
+    """Q (T_q, d_k) with Q K^T / sqrt(d_k) = target (T_q, T_k): least squares, exact when
+    d_k >= T_k. K is (T_k, d_k)."""
+    return np.linalg.lstsq(K, target.T * np.sqrt(K.shape[-1]), rcond=None)[0].T
+
+
 def naive_softmax(x, axis=-1):
     return np.exp(x) / np.exp(x).sum(axis=axis, keepdims=True)
 

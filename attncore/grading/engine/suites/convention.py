@@ -5,7 +5,7 @@ import attncore
 
 from ..probe import Case, FunctionSpec, Misconception
 from .common import (
-    TRANSPOSED, TRANSPOSED_FIX, arrays, effective_scale, rows_of_different_scales,
+    TRANSPOSED, TRANSPOSED_FIX, arrays, effective_scale, queries_for, rows_of_different_scales,
     scale_misconception, softmax_misconceptions, softmax_scale,
 )
 
@@ -27,8 +27,7 @@ def with_row_scales(seed, t_q, t_k, d_k, d_v=None):
     """Q, K whose score rows sit at offsets -1e4, 0, 1e4: a global max would underflow rows."""
     args = qkv(seed, t_q, t_k, d_k, d_v) if d_v else qk(seed, t_q, t_k, d_k)
     target = rows_of_different_scales(seed, t_q, t_k)
-    # choose Q so that Q K^T / sqrt(d_k) = target exactly (least squares, d_k >= t_k)
-    args["Q"] = np.linalg.lstsq(args["K"], target.T * np.sqrt(d_k), rcond=None)[0].T
+    args["Q"] = queries_for(args["K"], target)
     return args
 
 

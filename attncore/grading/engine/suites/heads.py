@@ -7,8 +7,8 @@ import numpy as np
 import attncore
 
 from ..probe import Case, FunctionSpec, Misconception, same
-from .common import SCALE_FIX, arrays, rows_of_different_scales, scale_misconception, \
-    softmax_misconceptions
+from .common import SCALE_FIX, arrays, queries_for, rows_of_different_scales, \
+    scale_misconception, softmax_misconceptions
 
 ASSIGNMENT = "04-heads"
 FORBIDDEN = ("attention_scores", "attention_weights", "attention", "grouped_query_attention",
@@ -19,10 +19,6 @@ TILE_FIX = ("query heads come in H_kv consecutive groups of G = H_q // H_kv: que
             "kv head h // G. Use h // G, np.repeat(K, G, axis=0), or reshape Q to "
             "(H_kv, G, T_q, d); never h % H_kv, np.tile(K, (G, 1, 1)) or a reshape of Q to "
             "(G, H_kv, T_q, d), which deal the heads out in turn (0, 1, 0, 1, ...).")
-
-
-def _repeat(n_q, n_kv):
-    return np.arange(n_q) // (n_q // n_kv)
 
 
 def _tile(n_q, n_kv):
@@ -143,13 +139,14 @@ def gqa(seed, h_q, h_kv, t_q, t_k, d, d_v, **kw):
 def gqa_row_scales(seed, h_q, h_kv, t_q, t_k, d, d_v, dtype=np.float64):
     """Scores of every query head with rows at offsets -1e4, 0, 1e4, -50 (needs d >= t_k)."""
     args = gqa(seed, h_q, h_kv, t_q, t_k, d, d_v)
-    for h, j in enumerate(_repeat(h_q, h_kv)):
+    for h, j in enumerate(attncore.kv_head_map(h_q, h_kv)):
         target = rows_of_different_scales(seed + h, t_q, t_k)
-        args["Q"][h] = np.linalg.lstsq(args["K"][j], target.T * np.sqrt(d), rcond=None)[0].T
+        args["Q"][h] = queries_for(args["K"][j], target)
     return {name: a.astype(dtype) for name, a in args.items()}
 
 
-def _gqa_with(index=_repeat, softmax_fn=attncore.softmax, factor=lambda d: 1 / np.sqrt(d)):
+def _gqa_with(index=attncore.kv_head_map, softmax_fn=attncore.softmax,
+              factor=lambda d: 1 / np.sqrt(d)):
     """A learner's GQA: the kv heads chosen by index(H_q, H_kv), a softmax and a scale."""
     def run(Q, K, V):
         kv = index(Q.shape[0], K.shape[0])
@@ -178,7 +175,7 @@ def _mapping_detect(expected_mapping):
     (None: any mapping other than the right one)."""
     def detect(args, got, expected):
         n_q, n_kv = args["Q"].shape[0], args["K"].shape[0]
-        read, right = _heads_read(args, got), [int(j) for j in _repeat(n_q, n_kv)]
+        read, right = _heads_read(args, got), [int(j) for j in attncore.kv_head_map(n_q, n_kv)]
         if read is None or read == right:
             return None
         if expected_mapping is not None and read != list(expected_mapping(n_q, n_kv)):
