@@ -23,6 +23,9 @@ from .gradekit import in_process_verdicts, source_notebook, submission
 MODULES = {"01-convention": "convention", "02-simplex": "simplex", "03-masking": "masking",
            "04-heads": "heads", "05-flash": "flash", "06-variants": "variants",
            "07-real-model": "real_model"}
+# Wrong solutions overflow and divide by zero on purpose; what they warn is no finding here.
+pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")
+
 WRONG = {a: importlib.import_module(f"tests.wrong.{m}").WRONG for a, m in MODULES.items()}
 
 # The misconceptions the course promises to recognise (issues 6 and 9), by assignment.
