@@ -51,7 +51,7 @@ def dtype(request):
     return request.param
 
 
-_OUTCOMES = {}  # assignment -> [wrong solutions, caught, named], from test_feedback.py
+_OUTCOMES = {}  # assignment -> [wrong solutions, caught, named], from test_catalogue.py
 
 
 def pytest_runtest_logreport(report):
@@ -67,10 +67,10 @@ def pytest_runtest_logreport(report):
 
 
 def pytest_terminal_summary(terminalreporter):
-    """Print how many wrong solutions the real autograde caught and named, per assignment."""
+    """Print how many wrong solutions the grader caught and named, per assignment."""
     if not _OUTCOMES:
         return
-    terminalreporter.section("misconceptions caught and named by nbgrader")
+    terminalreporter.section("wrong solutions caught and named by the grader")
     for assignment, (total, caught, named) in sorted(_OUTCOMES.items()):
         terminalreporter.line(f"{assignment}: {total} wrong solutions, {caught} lost points, "
                               f"{named} named their misconception")

@@ -4,6 +4,7 @@ generate_assignment -> submissions -> autograde -> generate_feedback, with the
 repository's nbgrader_config.py, no Jupyter server and no network. Autograde runs
 nbgrader's default pipeline with Execute replaced by the out-of-process grader.
 """
+import html
 import json
 import re
 
@@ -15,8 +16,10 @@ from attncore.grading.course.layout import parse_grade_id
 from attncore.grading.engine import ASSIGNMENTS, SPECS
 
 from .gradekit import (
-    ROOT, Course, auto_points, reference_sources, release_notebook, source_notebook, submission,
+    ROOT, Course, auto_points, points_by_function, reference_sources, release_notebook,
+    source_notebook, submission,
 )
+from .test_catalogue import WRONG
 
 ALL = list(ASSIGNMENTS)
 # Tests that share the module's course fixture run on one xdist worker.
@@ -32,9 +35,16 @@ def course(tmp_path_factory):
         course.generate(assignment)
         course.submit(assignment, "reference", submission(assignment))
         course.submit(assignment, "untouched", release_notebook(assignment))
+        course.submit(assignment, "wrong", submission(assignment, {
+            last_wrong(assignment).function: last_wrong(assignment).source}))
         course.autograde_logs[assignment] = course.autograde(assignment).stderr
         course.generate_feedback(assignment)
     return course
+
+
+def last_wrong(assignment):
+    """A wrong solution of the assignment's last function, which no other function calls."""
+    return next(w for w in WRONG[assignment] if w.function == ASSIGNMENTS[assignment][-1])
 
 
 def test_autograde_is_nbgraders_default_pipeline_with_execute_replaced(tmp_path):
@@ -116,6 +126,19 @@ def test_untouched_release_scores_zero_with_feedback(course, assignment):
     feedback = course.root / ".nbgrader" / "feedback"
     for student in ("reference", "untouched"):
         assert (feedback / student / assignment / f"{assignment}.html").is_file()
+
+
+@pipeline
+@pytest.mark.parametrize("assignment", ALL)
+def test_a_wrong_solution_loses_points_and_is_named_in_the_gradebook(course, assignment):
+    wrong = last_wrong(assignment)
+    points = points_by_function(course.grades(assignment, "wrong"), assignment)
+    score, most, messages = points[wrong.function]
+    assert score < most and wrong.misconception in "\n".join(messages)
+    assert all(s == m for f, (s, m, _) in points.items() if f != wrong.function)
+    page = (course.root / ".nbgrader" / "feedback" / "wrong" / assignment
+            / f"{assignment}.html").read_text()
+    assert wrong.misconception in html.unescape(page)
 
 
 @pipeline
