@@ -108,19 +108,25 @@ def softmax(scores):
 '''),
     # ---------------------------------------------------- is_row_stochastic
     Wrong("is_row_stochastic", "an array instead of one bool", '''
-def is_row_stochastic(W, atol=1e-6):
+def is_row_stochastic(W, atol=None):
+    if atol is None:
+        atol = max(4 * W.shape[-1], 8) * np.finfo(W.dtype).eps
     sums_ok = np.abs(W.sum(axis=-1) - 1) <= atol
     in_range = np.all((W >= 0) & (W <= 1), axis=-1)
     return sums_ok & in_range & np.all(np.isfinite(W), axis=-1)
 '''),
     Wrong("is_row_stochastic", "columns checked instead of rows", '''
-def is_row_stochastic(W, atol=1e-6):
+def is_row_stochastic(W, atol=None):
+    if atol is None:
+        atol = max(4 * W.shape[-1], 8) * np.finfo(W.dtype).eps
     if not np.isfinite(W).all() or (W < 0).any() or (W > 1).any():
         return False
     return bool(np.all(np.abs(W.sum(axis=0) - 1) <= atol))
 '''),
     Wrong("is_row_stochastic", "columns checked instead of rows", '''
-def is_row_stochastic(W, atol=1e-6):
+def is_row_stochastic(W, atol=None):
+    if atol is None:
+        atol = max(4 * W.shape[-1], 8) * np.finfo(W.dtype).eps
     if not np.all(np.isfinite(W)) or W.min() < 0 or W.max() > 1:
         return False
     for j in range(W.shape[1]):
@@ -129,25 +135,33 @@ def is_row_stochastic(W, atol=1e-6):
     return True
 '''),
     Wrong("is_row_stochastic", "total of all entries checked instead of each row", '''
-def is_row_stochastic(W, atol=1e-6):
+def is_row_stochastic(W, atol=None):
+    if atol is None:
+        atol = max(4 * W.shape[-1], 8) * np.finfo(W.dtype).eps
     n_rows = W.shape[0]
     ok_entries = np.all(np.isfinite(W)) and np.all((0 <= W) & (W <= 1))
     return bool(ok_entries and abs(W.sum() - n_rows) <= atol)
 '''),
     Wrong("is_row_stochastic", "negative entries not rejected", '''
-def is_row_stochastic(W, atol=1e-6):
+def is_row_stochastic(W, atol=None):
+    if atol is None:
+        atol = max(4 * W.shape[-1], 8) * np.finfo(W.dtype).eps
     finite = np.all(np.isfinite(W))
     return bool(finite and np.all(W <= 1) and np.allclose(W.sum(axis=-1), 1, rtol=0, atol=atol))
 '''),
     Wrong("is_row_stochastic", "entries above 1 not rejected", '''
-def is_row_stochastic(W, atol=1e-6):
+def is_row_stochastic(W, atol=None):
+    if atol is None:
+        atol = max(4 * W.shape[-1], 8) * np.finfo(W.dtype).eps
     # entries >= 0 and rows summing to 1 means every entry is <= 1 anyway
     if not np.all(np.isfinite(W)) or np.any(W < 0):
         return False
     return bool(np.all(np.abs(np.sum(W, axis=-1) - 1) <= atol))
 '''),
     Wrong("is_row_stochastic", "0 and 1 excluded (strict inequalities)", '''
-def is_row_stochastic(W, atol=1e-6):
+def is_row_stochastic(W, atol=None):
+    if atol is None:
+        atol = max(4 * W.shape[-1], 8) * np.finfo(W.dtype).eps
     if not np.all(np.isfinite(W)):
         return False
     if not np.all((W > 0) & (W < 1)):  # probabilities lie strictly between 0 and 1
@@ -155,39 +169,64 @@ def is_row_stochastic(W, atol=1e-6):
     return bool(np.all(np.abs(W.sum(axis=-1) - 1) <= atol))
 '''),
     Wrong("is_row_stochastic", "exact equality instead of the tolerance", '''
-def is_row_stochastic(W, atol=1e-6):
+def is_row_stochastic(W, atol=None):
+    if atol is None:
+        atol = max(4 * W.shape[-1], 8) * np.finfo(W.dtype).eps
     if not np.isfinite(W).all() or not ((W >= 0) & (W <= 1)).all():
         return False
     return bool((W.sum(axis=-1) == 1).all())
 '''),
     Wrong("is_row_stochastic", "tolerance other than atol", '''
-def is_row_stochastic(W, atol=1e-6):
+def is_row_stochastic(W, atol=None):
+    if atol is None:
+        atol = max(4 * W.shape[-1], 8) * np.finfo(W.dtype).eps
     if not np.all(np.isfinite(W)) or np.any(W < 0) or np.any(W > 1):
         return False
     return bool(np.allclose(W.sum(axis=-1), 1))
 '''),
     Wrong("is_row_stochastic", "tolerance other than atol", '''
-def is_row_stochastic(W, atol=1e-6):
+def is_row_stochastic(W, atol=None):
+    if atol is None:
+        atol = max(4 * W.shape[-1], 8) * np.finfo(W.dtype).eps
     if not np.all(np.isfinite(W)) or np.any(W < 0) or np.any(W > 1):
         return False
     return bool(np.all(np.abs(W.sum(axis=-1) - 1) < 1e-6))
 '''),
     Wrong("is_row_stochastic", "tolerance other than atol", '''
-def is_row_stochastic(W, atol=1e-6):
+def is_row_stochastic(W, atol=None):
+    if atol is None:
+        atol = max(4 * W.shape[-1], 8) * np.finfo(W.dtype).eps
     entries_ok = np.isfinite(W).all() and (W >= 0).all() and (W <= 1).all()
     return bool(entries_ok and np.isclose(W.sum(axis=-1), 1.0, atol=atol).all())
 '''),
     Wrong("is_row_stochastic", "NaN rows accepted", '''
-def is_row_stochastic(W, atol=1e-6):
+def is_row_stochastic(W, atol=None):
+    if atol is None:
+        atol = max(4 * W.shape[-1], 8) * np.finfo(W.dtype).eps
     if (W < 0).any() or (W > 1).any():
         return False
     return not (np.abs(W.sum(axis=-1) - 1) > atol).any()
 '''),
     Wrong("is_row_stochastic", "NaN rows accepted", '''
-def is_row_stochastic(W, atol=1e-6):
+def is_row_stochastic(W, atol=None):
+    if atol is None:
+        atol = max(4 * W.shape[-1], 8) * np.finfo(W.dtype).eps
     row_sums = W.sum(axis=-1)
     bad = np.any(W < 0) or np.any(W > 1) or np.any(np.abs(row_sums - 1) > atol)
     return not bad
+'''),
+    # a fixed default tolerance: the signature of the first edition
+    Wrong("is_row_stochastic", "a fixed default tolerance instead of one for n and the dtype", '''
+def is_row_stochastic(W, atol=1e-6):
+    if not np.all(np.isfinite(W)) or np.any(W < 0) or np.any(W > 1):
+        return False
+    return bool(np.all(np.abs(W.sum(axis=-1) - 1) <= atol))
+'''),
+    Wrong("is_row_stochastic", "a fixed default tolerance instead of one for n and the dtype", '''
+def is_row_stochastic(W, atol=None):
+    tolerance = 1e-6 if atol is None else atol
+    rows_ok = [abs(row.sum() - 1) <= tolerance for row in W.reshape(-1, W.shape[-1])]
+    return bool(np.isfinite(W).all() and (W >= 0).all() and (W <= 1).all() and all(rows_ok))
 '''),
     # softmax over the wrong axis, in a loop over columns
     Wrong("softmax", "softmax over the wrong axis", '''
@@ -223,7 +262,9 @@ def softmax(scores):
     return e / e.sum(axis=-1)[:, None]
 '''),
     Wrong("is_row_stochastic", "your code assumes 2-D input", '''
-def is_row_stochastic(W, atol=1e-6):
+def is_row_stochastic(W, atol=None):
+    if atol is None:
+        atol = max(4 * W.shape[-1], 8) * np.finfo(W.dtype).eps
     W = np.atleast_2d(W)
     n_rows, n_cols = W.shape
     if not np.all(np.isfinite(W)) or np.any(W < 0) or np.any(W > 1):

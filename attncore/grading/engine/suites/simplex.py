@@ -2,7 +2,8 @@
 
 softmax is compared with attncore.softmax; is_row_stochastic with
 attncore.invariants.check_rows(W, atol=atol).on_simplex (finite, entries in
-[0, 1], every row sum within atol of 1).
+[0, 1], every row sum within atol of 1; atol=None means default_atol(n, dtype),
+max(4 n, 8) eps of W's dtype, the slack the chapter derives).
 
 is_row_stochastic returns one bool, so every wrong version "matches" a learner
 whenever both answer wrongly. Its cases are therefore built so that each one is
@@ -13,7 +14,7 @@ and each case's description says what it is about.
 import numpy as np
 
 import attncore
-from attncore.invariants import check_rows
+from attncore.invariants import check_rows, default_atol
 
 from ..probe import Case, FunctionSpec, Misconception
 from .common import (
@@ -169,6 +170,12 @@ def dyadic_rows_3d():
     return {"W": np.stack([base, base[::-1, ::-1]])}
 
 
+def long_float32_rows():
+    """2 float32 rows of 1000 entries near 1e-3 whose sums are 1 + 1e-4 and 1 - 1e-4."""
+    rows = np.full((2, 1000), 1e-3) + np.array([[1e-7], [-1e-7]])
+    return {"W": rows.astype(np.float32)}
+
+
 ROW_CASES = {
     "basic": [
         Case("2 x 3, every row sums to 1, the columns do not (expected True)",
@@ -184,10 +191,13 @@ ROW_CASES = {
         Case("3-D (2, 3, 4): rows of exact binary fractions (expected True)", dyadic_rows_3d),
         Case("one-hot rows: entries exactly 0 and 1 are allowed (expected True)",
              lambda: _w([[0.0, 1.0, 0.0], [1.0, 0.0, 0.0], [0.0, 0.0, 1.0]])),
-        Case("float64 rows whose sums differ from 1 by 3e-10, default atol (expected True)",
+        Case("float64 rows whose sums differ from 1 by 3e-10, default atol: far more than "
+             "float64 rounding explains (expected False)",
              lambda: circulant(0.3, 0.3, 0.4 + 3e-10)),
         Case("float32 rows whose sums differ from 1 by about 2e-7, default atol (expected True)",
              lambda: circulant(0.3, 0.3, 0.4 + 2e-7, dtype=np.float32)),
+        Case("float32 rows of 1000 entries whose sums differ from 1 by 1e-4, default atol "
+             "4 n eps = 4.8e-4 (expected True)", long_float32_rows),
         Case("a float32 softmax, 4 rows of 50, default atol (expected True)",
              float32_softmax_rows),
         Case("one row sums to 1.001, default atol (expected False)",
@@ -215,48 +225,58 @@ def _rows_ok(W, sums_ok):
     return bool(np.all(np.isfinite(W)) and np.all((W >= 0) & (W <= 1)) and np.all(sums_ok))
 
 
+def _tol(W, atol):
+    """The atol a correct solution uses: the caller's, or the default for W's rows."""
+    return default_atol(W.shape[-1], W.dtype) if atol is None else atol
+
+
 def _columns(axis):
-    return lambda W, atol=1e-6: _rows_ok(W, np.abs(W.sum(axis=axis) - 1) <= atol)
+    return lambda W, atol=None: _rows_ok(W, np.abs(W.sum(axis=axis) - 1) <= _tol(W, atol))
 
 
-def _total(W, atol=1e-6):
+def _total(W, atol=None):
     n_rows = W.size // W.shape[-1]
-    return _rows_ok(W, abs(W.sum() - n_rows) <= atol)
+    return _rows_ok(W, abs(W.sum() - n_rows) <= _tol(W, atol))
 
 
-def _no_lower_bound(W, atol=1e-6):
+def _no_lower_bound(W, atol=None):
     return bool(np.all(np.isfinite(W)) and np.all(W <= 1)
-                and np.all(np.abs(W.sum(axis=-1) - 1) <= atol))
+                and np.all(np.abs(W.sum(axis=-1) - 1) <= _tol(W, atol)))
 
 
-def _no_upper_bound(W, atol=1e-6):
+def _no_upper_bound(W, atol=None):
     return bool(np.all(np.isfinite(W)) and np.all(W >= 0)
-                and np.all(np.abs(W.sum(axis=-1) - 1) <= atol))
+                and np.all(np.abs(W.sum(axis=-1) - 1) <= _tol(W, atol)))
 
 
-def _strict(W, atol=1e-6):
+def _strict(W, atol=None):
     return bool(np.all(np.isfinite(W)) and np.all((W > 0) & (W < 1))
-                and np.all(np.abs(W.sum(axis=-1) - 1) <= atol))
+                and np.all(np.abs(W.sum(axis=-1) - 1) <= _tol(W, atol)))
 
 
-def _exact(W, atol=1e-6):
+def _exact(W, atol=None):
     return _rows_ok(W, W.sum(axis=-1) == 1)
 
 
-def _fixed_atol(W, atol=1e-6):
+def _fixed_atol(W, atol=None):
     return _rows_ok(W, np.abs(W.sum(axis=-1) - 1) <= 1e-6)
 
 
-def _allclose_defaults(W, atol=1e-6):
+def _fixed_default(W, atol=None):
+    return _rows_ok(W, np.abs(W.sum(axis=-1) - 1) <= (1e-6 if atol is None else atol))
+
+
+def _allclose_defaults(W, atol=None):
     return _rows_ok(W, np.isclose(W.sum(axis=-1), 1))
 
 
-def _allclose_with_rtol(W, atol=1e-6):
-    return _rows_ok(W, np.isclose(W.sum(axis=-1), 1, atol=atol))
+def _allclose_with_rtol(W, atol=None):
+    return _rows_ok(W, np.isclose(W.sum(axis=-1), 1, atol=_tol(W, atol)))
 
 
-def _nan_passes(W, atol=1e-6):
-    return not (np.any(W < 0) or np.any(W > 1) or np.any(np.abs(W.sum(axis=-1) - 1) > atol))
+def _nan_passes(W, atol=None):
+    return not (np.any(W < 0) or np.any(W > 1)
+                or np.any(np.abs(W.sum(axis=-1) - 1) > _tol(W, atol)))
 
 
 def _array_returned(args, got, expected):
@@ -273,7 +293,7 @@ ROW_MISCONCEPTIONS = [
     Misconception("columns checked instead of rows",
                   "a row is the last axis: sum with W.sum(axis=-1) and compare every row sum "
                   "with 1 (axis=0 or axis=1 adds up columns or whole matrices).",
-                  variants=tuple(lambda W, atol=1e-6, a=a: _columns(a)(W, atol)
+                  variants=tuple(lambda W, atol=None, a=a: _columns(a)(W, atol)
                                  if a < np.ndim(W) - 1 else None for a in (0, 1)),
                   detail="Your answer fits sums taken down the columns (or along another axis "
                          "than the last)."),
@@ -292,6 +312,11 @@ ROW_MISCONCEPTIONS = [
     Misconception("0 and 1 excluded (strict inequalities)",
                   "entries may equal 0 or 1 exactly (one-hot rows, masked keys): test "
                   "W >= 0 and W <= 1, not W > 0 and W < 1.", variants=(_strict,)),
+    Misconception("a fixed default tolerance instead of one for n and the dtype",
+                  "with atol=None, use the slack rounding allows for W's rows: "
+                  "max(4 n, 8) eps of W's dtype (attncore.invariants.default_atol(n, W.dtype)). "
+                  "A fixed 1e-6 is too strict for long float32 rows and far too loose for "
+                  "float64 ones.", variants=(_fixed_default,)),
     Misconception("tolerance other than atol",
                   "use the atol you are given, and only it: np.abs(row_sums - 1) <= atol. "
                   "np.allclose / np.isclose add a relative tolerance rtol=1e-05 unless you "
@@ -320,7 +345,7 @@ SPECS = [
     ),
     FunctionSpec(
         name="is_row_stochastic",
-        reference=lambda W, atol=1e-6: bool(check_rows(W, atol=atol).on_simplex),
+        reference=lambda W, atol=None: bool(check_rows(W, atol=atol).on_simplex),
         suites=ROW_CASES,
         misconceptions=ROW_MISCONCEPTIONS,
         forbidden=("invariants.check_rows",),
