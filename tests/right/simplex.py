@@ -73,12 +73,16 @@ softmax = Softmax()
 '''),
 
     # ------------------------------------------------------------------ is_row_stochastic
+    # atol=None: the slack rounding allows for a row of n entries, max(4 n, 8) eps of W's dtype
     Right("is_row_stochastic", "pure Python loops over rows and entries", '''
 import math
 
-def is_row_stochastic(W, atol=1e-6):
+def is_row_stochastic(W, atol=None):
     W = np.asarray(W)
-    for row in W.reshape(-1, W.shape[-1]).tolist():
+    n = W.shape[-1]
+    if atol is None:
+        atol = max(4 * n, 8) * float(np.finfo(W.dtype).eps)
+    for row in W.reshape(-1, n).tolist():
         for w in row:
             if not math.isfinite(w) or w < 0 or w > 1:
                 return False
@@ -86,14 +90,19 @@ def is_row_stochastic(W, atol=1e-6):
             return False
     return True
 '''),
-    Right("is_row_stochastic", "one boolean expression", '''
-def is_row_stochastic(W, atol=1e-6):
+    Right("is_row_stochastic", "one boolean expression, attncore's default_atol", '''
+from attncore.invariants import default_atol
+
+def is_row_stochastic(W, atol=None):
+    tolerance = default_atol(W.shape[-1], W.dtype) if atol is None else atol
     entries_ok = np.isfinite(W) & (W >= 0) & (W <= 1)
-    sums_ok = np.abs(np.sum(W, axis=-1) - 1) <= atol
+    sums_ok = np.abs(np.sum(W, axis=-1) - 1) <= tolerance
     return bool(entries_ok.all() and sums_ok.all())
 '''),
-    Right("is_row_stochastic", "float64 and np.isclose with rtol=0", '''
-def is_row_stochastic(W, atol=1e-6):
+    Right("is_row_stochastic", "float64 and np.isclose with rtol=0 (the default from W's own dtype)", '''
+def is_row_stochastic(W, atol=None):
+    if atol is None:                      # before the cast: the slack of W's own dtype
+        atol = max(4 * W.shape[-1], 8) * np.finfo(W.dtype).eps
     W = np.asarray(W, dtype=np.float64)
     if np.isnan(W).any() or np.isinf(W).any():
         return False
@@ -101,7 +110,9 @@ def is_row_stochastic(W, atol=1e-6):
     return bool(in_range and np.isclose(W.sum(axis=-1), 1.0, rtol=0.0, atol=atol).all())
 '''),
     Right("is_row_stochastic", "asserts caught, a print to stdout", '''
-def is_row_stochastic(W, atol=1e-6):
+def is_row_stochastic(W, atol=None):
+    n = W.shape[-1]
+    atol = atol if atol is not None else np.finfo(W.dtype).eps * max(4 * n, 8)
     try:
         assert np.all(np.isfinite(W)), "an entry is not finite"
         assert W.min() >= 0 and W.max() <= 1, "an entry is outside [0, 1]"
@@ -120,23 +131,32 @@ def _all_finite(W):
 def _in_unit_interval(W):
     return not ((W < 0).any() or (W > 1).any())
 
-def is_row_stochastic(W, atol=1e-6):
+def _rounding_slack(W):
+    eps = np.finfo(W.dtype).eps
+    return max(4 * W.shape[-1], 8) * eps
+
+def is_row_stochastic(W, atol=None):
     if not _all_finite(W):
         print("NaN or inf in W", file=sys.stderr)
         return False
     if not _in_unit_interval(W):
         return False
     worst = np.max(np.abs(W.sum(axis=-1) - 1))
-    return bool(worst <= atol)
+    return bool(worst <= (_rounding_slack(W) if atol is None else atol))
 ''', note="stderr"),
     Right("is_row_stochastic", "a class with __call__, warnings.warn on NaN", '''
 import warnings
 
 class RowStochastic:
-    def __call__(self, W, atol=1e-6):
+    def default_atol(self, W):
+        return max(4 * W.shape[-1], 8) * np.finfo(W.dtype).eps
+
+    def __call__(self, W, atol=None):
         if np.isnan(W).any():
             warnings.warn("W contains NaN")
             return False
+        if atol is None:
+            atol = self.default_atol(W)
         finite = np.isfinite(W).all()
         bounded = (0 <= W).all() and (W <= 1).all()
         sums = W.sum(axis=-1)
