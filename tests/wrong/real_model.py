@@ -299,6 +299,56 @@ def layer_attention(hidden, weights, attention_mask):
     merged = (A @ v).transpose(0, 2, 1, 3).reshape(B, T, D)
     return merged @ weights.W_o + weights.b_o, A
 '''),
+    Wrong("layer_attention", "masking with 0 or multiplying by the mask", '''
+def layer_attention(hidden, weights, attention_mask):
+    B, T, D = hidden.shape
+    H = weights.n_heads
+    q = split_heads(hidden @ weights.W_q + weights.b_q, H)
+    k = split_heads(hidden @ weights.W_k + weights.b_k, H)
+    v = split_heads(hidden @ weights.W_v + weights.b_v, H)
+    scores = q @ k.transpose(0, 1, 3, 2) / np.sqrt(D // H)
+    scores = scores * attention_mask[:, None, None, :]     # pads -> 0
+    A = softmax(scores)
+    merged = (A @ v).transpose(0, 2, 1, 3).reshape(B, T, D)
+    return merged @ weights.W_o + weights.b_o, A
+'''),
+    Wrong("layer_attention", "masking with 0 or multiplying by the mask", '''
+def layer_attention(hidden, weights, attention_mask):
+    B, T, D = hidden.shape
+    H = weights.n_heads
+    d = D // H
+    q, k, v = (split_heads(hidden @ W + b, H) for W, b in
+               [(weights.W_q, weights.b_q), (weights.W_k, weights.b_k), (weights.W_v, weights.b_v)])
+    scores = np.einsum("bhqd,bhkd->bhqk", q, k) / np.sqrt(d)
+    scores[np.broadcast_to(attention_mask[:, None, None, :] == 0, scores.shape)] = 0.0
+    A = softmax(scores)
+    merged = np.einsum("bhqk,bhkd->bqhd", A, v).reshape(B, T, D)
+    return merged @ weights.W_o + weights.b_o, A
+'''),
+    Wrong("layer_attention", "mask applied after softmax", '''
+def layer_attention(hidden, weights, attention_mask):
+    B, T, D = hidden.shape
+    H = weights.n_heads
+    q = split_heads(hidden @ weights.W_q + weights.b_q, H)
+    k = split_heads(hidden @ weights.W_k + weights.b_k, H)
+    v = split_heads(hidden @ weights.W_v + weights.b_v, H)
+    A = softmax(q @ k.transpose(0, 1, 3, 2) / np.sqrt(D // H))
+    A = A * attention_mask[:, None, None, :]                # drop the pads
+    merged = (A @ v).transpose(0, 2, 1, 3).reshape(B, T, D)
+    return merged @ weights.W_o + weights.b_o, A
+'''),
+    Wrong("layer_attention", "mask applied after softmax", '''
+def layer_attention(hidden, weights, attention_mask):
+    B, T, D = hidden.shape
+    H = weights.n_heads
+    q = split_heads(hidden @ weights.W_q + weights.b_q, H)
+    k = split_heads(hidden @ weights.W_k + weights.b_k, H)
+    v = split_heads(hidden @ weights.W_v + weights.b_v, H)
+    A = softmax(q @ k.transpose(0, 1, 3, 2) / np.sqrt(D // H))
+    A = np.where(attention_mask[:, None, None, :] == 0, 0.0, A)
+    merged = (A @ v).transpose(0, 2, 1, 3).reshape(B, T, D)
+    return merged @ weights.W_o + weights.b_o, A
+'''),
     Wrong("layer_attention", "pad keys not masked", '''
 def layer_attention(hidden, weights, attention_mask):
     B, T, D = hidden.shape

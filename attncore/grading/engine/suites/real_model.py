@@ -15,6 +15,7 @@ from attncore import bert
 
 from ..probe import Case, FunctionSpec, Misconception, same
 from .common import SCALE, WRONG_AXIS, WRONG_AXIS_FIX, arrays, softmax_scale
+from .masking import MASK_AFTER, MASK_WITH_ZERO
 
 ASSIGNMENT = "07-real-model"
 FORBIDDEN = ("bert.layer_attention", "bert.split_heads", "bert.merge_heads",
@@ -163,6 +164,19 @@ def _projected(args):
     hidden, w = args["hidden"], args["weights"]
     return [bert.split_heads(hidden @ W + b, w.n_heads)
             for W, b in ((w.W_q, w.b_q), (w.W_k, w.b_k), (w.W_v, w.b_v))]
+
+
+def _masked_by_multiplying(after_softmax):
+    """The layer with the 0/1 attention_mask multiplied into the scores, or into the
+    weights after the softmax."""
+    def layer(hidden, weights, attention_mask):
+        args = {"hidden": hidden, "weights": weights}
+        q, k, v = _projected(args)
+        keys = np.asarray(attention_mask)[:, None, None, :].astype(hidden.dtype)
+        scores = q @ np.swapaxes(k, -1, -2) / np.sqrt(_head_dim(args))
+        A = attncore.softmax(scores) * keys if after_softmax else attncore.softmax(scores * keys)
+        return bert.merge_heads(A @ v) @ weights.W_o + weights.b_o, A
+    return layer
 
 
 def _head_dim(args):
@@ -393,6 +407,20 @@ LAYER_MISCONCEPTIONS = [
         "(B, 1, 1, T_k) so it broadcasts over heads and queries. Shape (B, 1, T_q, 1) masks "
         "the rows of the pad queries instead.",
         detect=_queries_detect),
+    Misconception(
+        MASK_WITH_ZERO,
+        "0 is an ordinary score, not 'ignore': multiplying the scores by attention_mask turns "
+        "a pad's score into 0, which still gets weight exp(0). Set the pad keys' scores to "
+        "-inf instead (np.where(mask, scores, -np.inf)), so that exp gives exactly 0.",
+        variants=(_masked_by_multiplying(after_softmax=False),),
+        detail="Your result matches the scores multiplied by attention_mask before the softmax."),
+    Misconception(
+        MASK_AFTER,
+        "mask the SCORES, before the softmax (np.where(mask, scores, -np.inf)); zeroing the "
+        "weights afterwards leaves rows that no longer sum to 1.",
+        variants=(_masked_by_multiplying(after_softmax=True),),
+        detail="Your result matches the softmax over all keys, pads included, with the pad "
+               "columns then set to 0: the rows of padded sentences sum to less than 1."),
     Misconception(
         "pad keys not masked",
         "turn attention_mask (B, T) into a key mask of shape (B, 1, 1, T_k) and keep the scores "
