@@ -81,6 +81,11 @@ def _reshape_detail(args, i):
             f"token, one row per token.")
 
 
+def _heads_first_detail(b, t, h, d):
+    return (f"Your result has the shape (H, B, T, d) = {(h, b, t, d)}; the expected shape is "
+            f"(B, H, T, d) = {(b, h, t, d)}.")
+
+
 SPLIT_MISCONCEPTIONS = [
     Misconception(
         RESHAPE, RESHAPE_FIX,
@@ -95,17 +100,14 @@ SPLIT_MISCONCEPTIONS = [
         variants=(lambda x, n_heads: x.reshape(*x.shape[:2], -1, n_heads).transpose(0, 3, 1, 2),),
         detail=lambda args, i: (
             f"Your head 0 holds features 0, {args['n_heads']}, {2 * args['n_heads']}, ... of each "
-            f"token (every H-th feature); it must hold features 0 to "
-            f"{_sizes(args['x'], args['n_heads'])[3] - 1}.")),
+            f"token (every H-th feature); it must hold the first d = "
+            f"{_sizes(args['x'], args['n_heads'])[3]} features.")),
     Misconception(
         "heads in front of the batch axis",
         "the batch axis stays first: (B, T, H, d) -> (B, H, T, d) is transpose(0, 2, 1, 3); "
         "np.stack(np.split(x, H, axis=-1), axis=1) also works (axis=0 puts the heads first).",
         variants=(lambda x, n_heads: bert.split_heads(x, n_heads).transpose(1, 0, 2, 3),),
-        detail=lambda args, i: (
-            f"Your result has the shape (H, B, T, d) = "
-            f"{tuple(np.take(_sizes(args['x'], args['n_heads']), [2, 0, 1, 3]))}; the expected "
-            f"shape is (B, H, T, d).")),
+        detail=lambda args, i: _heads_first_detail(*_sizes(args["x"], args["n_heads"]))),
 ]
 
 
@@ -131,12 +133,15 @@ def layer_arguments(seed, lengths, n_heads, head_dim, dtype=np.float64):
             "attention_mask": mask}
 
 
+def _plural(n, word):
+    return f"{n} {word}{'s' if n > 1 else ''}"
+
+
 def _layer_case(seed, lengths, n_heads, head_dim, dtype=np.float64, what=""):
-    sentences = ", ".join(f"{n} real token{'s' * (n > 1)}" + (f" + {max(lengths) - n} pad"
-                                                            f"{'s' * (max(lengths) - n > 1)}"
-                                                            if n < max(lengths) else "")
-                          for n in lengths)
-    text = (f"{len(lengths)} sentence{'s' * (len(lengths) > 1)} ({sentences}), {n_heads} heads "
+    longest = max(lengths)
+    sentences = ", ".join(_plural(n, "real token") + (f" + {_plural(longest - n, 'pad')}"
+                                                      if n < longest else "") for n in lengths)
+    text = (f"{_plural(len(lengths), 'sentence')} ({sentences}), {n_heads} heads "
             f"of size {head_dim} (D = {n_heads * head_dim})"
             f"{', float32' if dtype == np.float32 else ''}{': ' + what if what else ''}")
     return Case(text, lambda: layer_arguments(seed, lengths, n_heads, head_dim, dtype))
@@ -152,7 +157,7 @@ LAYER_CASES = {
         _layer_case(4, [5, 3], 3, 3),
     ],
     "hidden": [
-        _layer_case(5, [4, 4], 2, 4, what="two sentences, no padding"),
+        _layer_case(5, [4, 4], 2, 4, what="no padding"),
         _layer_case(6, [6, 1], 4, 2, what="a sentence of one token"),
         _layer_case(7, [6, 4], 4, 4, dtype=np.float32),
     ],
@@ -432,7 +437,7 @@ LAYER_MISCONCEPTIONS = [
         "mask only the keys. The pad queries keep a row over the real keys: nothing downstream "
         "reads it, and returning it keeps the weights of the shape and content of "
         "output_attentions (a NaN row would even leak: the next layer multiplies the pad "
-        "values by weight 0, and 0 x NaN is NaN).",
+        "values by weight 0, and 0 * NaN is NaN).",
         detect=_pad_rows_detect),
 ]
 
