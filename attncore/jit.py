@@ -164,6 +164,10 @@ def _overload_exp2(x):
     return _EXP2.get(x)
 
 
+# The same functions under public names, for use inside a Numba function of your own.
+exp_scalar, exp2_scalar = _exp, _exp2
+
+
 @_jit
 def _exp_into(x, out):
     for i in range(x.size):
@@ -642,8 +646,9 @@ def _flash_block(q, k, v, t_k, q0, scale, causal, offset, block_k, out, lse, sha
             if n <= 0:
                 continue
             n_pad = _round_up(n, mr)
+            q_p, acc_p = q_t[p], acc_t[p]
             for r0 in range(0, n_pad, mr):
-                _tile_product(k, k0 + r0, 0, q_t[p], s_t, r0, d, alpha, True, shape)
+                _tile_product(k, k0 + r0, 0, q_p, s_t, r0, d, alpha, True, shape)
             start = _tick(profiling, cycles, 1, start)
             # hide padding keys, and key k0 + j from the queries q0 + j0 + i < k0 + j - offset
             if n < n_pad or (causal and k0 + n - 1 > q0 + j0 + offset):
@@ -654,7 +659,7 @@ def _flash_block(q, k, v, t_k, q0, scale, causal, offset, block_k, out, lse, sha
             _softmax_tile(s_t, n_pad, m[p], l[p], shift, alpha, shape)
             start = _tick(profiling, cycles, 3, start)
             for r0 in range(0, d_vp, mr):
-                _tile_product(v_t, r0, k0, s_t, acc_t[p], r0, n, alpha, False, shape)
+                _tile_product(v_t, r0, k0, s_t, acc_p, r0, n, alpha, False, shape)
             start = _tick(profiling, cycles, 4, start)
     for i in range(rows):
         p, c0 = i // nr, i % nr
@@ -708,11 +713,14 @@ def _flatten(x, batch, dtype, rows=None, cols=None):
 BLOCK_K = 128  # keys per tile
 
 
-def _default_block_q(n_batch, t_q, causal, nr):
-    """About 8 panels (384 queries with nr = 48), halved down to one panel while a thread
-    would get no block, or with causal fewer than two (a short and a long one)."""
+def default_block_q(n_batch, t_q, causal, *, threads=None, path=None, dtype=np.float32):
+    """The block_q that flash_attention picks: 8 panels of nr queries (384 with nr = 48),
+    halved down to one panel while a thread would get no block, or with causal fewer than
+    two (a short and a long one). threads: Numba's thread count if None."""
+    nr = PATHS[_resolve_path(path)].nr(np.dtype(_compute_dtype(dtype)).itemsize)
+    threads = numba.get_num_threads() if threads is None else threads
     panels, per_thread = 8, 2 if causal else 1
-    while panels > 1 and n_batch * -(-t_q // (panels * nr)) < per_thread * numba.get_num_threads():
+    while panels > 1 and n_batch * -(-t_q // (panels * nr)) < per_thread * threads:
         panels //= 2
     return panels * nr
 
@@ -727,9 +735,8 @@ def _prepare(q, k, v, causal, block_q, block_k, scale, path):
     shape = PATHS[_resolve_path(path)]
     dtype = np.result_type(q, k, v)
     work = _compute_dtype(dtype)
-    nr = shape.nr(np.dtype(work).itemsize)
     if block_q is None:
-        block_q = _default_block_q(math.prod(batch), t_q, offset is not None, nr)
+        block_q = default_block_q(math.prod(batch), t_q, offset is not None, path=shape.name, dtype=work)
     block_q, block_k = positive_int("block_q", block_q), positive_int("block_k", block_k)
     scale = resolve_scale(scale, q.shape[-1])
     d_v = v.shape[-1]
@@ -753,7 +760,7 @@ def flash_attention(q, k, v, *, causal=False, block_q=None, block_k=BLOCK_K, sca
     with return_lse also the log-sum-exp of each scaled score row (..., T_q).
     causal: False, True (square), "top_left" or "bottom_right"; key tiles
     entirely above the diagonal are skipped. Never allocates (T_q, T_k).
-    block_q None picks one (see _default_block_q); tiles hold up to block_k keys.
+    block_q None picks one (default_block_q); tiles hold up to block_k keys.
     path: "avx512", "avx2", "portable" or "loops" forces a micro-kernel (see the
     module docstring); None takes ATTNCORE_JIT_PATH, else the host CPU's.
     """
@@ -788,24 +795,30 @@ def profile(q, k, v, *, causal=False, block_q=None, block_k=BLOCK_K, scale=None,
 
 
 @numba.njit(fastmath=FASTMATH)  # not cached: its machine code stays inspectable (kernel_info)
-def _products(a, b, out, shape):
-    """out = a @ b through the micro-kernel: a (M, K), b (K, nr * panels), out (M, nr * panels),
-    M a multiple of mr; panel by panel, each panel's columns copied to a contiguous tile."""
+def _products(a, b, out, shape, repeats):
+    """out = a @ b through the micro-kernel, `repeats` times: a (M, K), b (K, nr * panels),
+    out (M, nr * panels), M a multiple of mr. b is packed into panels (K, nr) once."""
     mr, nr = _tile_rows(shape), _tile_cols(shape, a)
-    b_panel = np.empty((b.shape[0], nr), b.dtype)
-    c_panel = np.empty((mr, nr), b.dtype)
+    panels = b.shape[1] // nr
+    b_panels = np.empty((panels, b.shape[0], nr), b.dtype)
+    for p in range(panels):
+        b_panels[p] = b[:, p * nr:(p + 1) * nr]
+    c_panels = np.empty((panels, a.shape[0], nr), b.dtype)
     ones = np.ones(nr, b.dtype)
-    for j0 in range(0, b.shape[1], nr):
-        b_panel[:] = b[:, j0:j0 + nr]
-        for r0 in range(0, a.shape[0], mr):
-            _tile_product(a, r0, 0, b_panel, c_panel, 0, a.shape[1], ones, True, shape)
-            out[r0:r0 + mr, j0:j0 + nr] = c_panel
+    for _ in range(repeats):
+        for p in range(panels):
+            b_p, c_p = b_panels[p], c_panels[p]
+            for r0 in range(0, a.shape[0], mr):
+                _tile_product(a, r0, 0, b_p, c_p, r0, a.shape[1], ones, True, shape)
+    for p in range(panels):
+        out[:, p * nr:(p + 1) * nr] = c_panels[p]
 
 
-def tile_product(a, b, *, path=None):
+def tile_product(a, b, *, path=None, repeats=1):
     """a @ b (float32 or float64) computed by the attention kernel's micro-kernel, for study.
 
-    a (M, K), b (K, N) -> (M, N). M and N are zero-padded to multiples of the block."""
+    a (M, K), b (K, N) -> (M, N); M and N are zero-padded to multiples of the block.
+    repeats > 1 computes the product that many times inside compiled code (for timing)."""
     shape = PATHS[_resolve_path(path)]
     a, b = np.asarray(a), np.asarray(b)
     dtype = _compute_dtype(np.result_type(a, b))
@@ -814,7 +827,7 @@ def tile_product(a, b, *, path=None):
     a_pad, b_pad = np.zeros((m, a.shape[1]), dtype), np.zeros((b.shape[0], n), dtype)
     a_pad[: a.shape[0]], b_pad[:, : b.shape[1]] = a, b
     out = np.empty((m, n), dtype)
-    _products(a_pad, b_pad, out, shape)
+    _products(a_pad, b_pad, out, shape, positive_int("repeats", repeats))
     return out[: a.shape[0], : b.shape[1]]
 
 

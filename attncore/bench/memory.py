@@ -4,7 +4,7 @@
   with Numba 0.68, the arrays Numba kernels allocate (their per-task tiles
   included); misses all of torch, whose allocator is not traced.
 * rss(name, n, d, causal): the resident-set high-water mark in a fresh
-  subprocess (`python -m benchmarks.memory NAME N D CAUSAL`): reset it through
+  subprocess (`python -m attncore.bench.memory NAME N D CAUSAL`): reset it through
   /proc/self/clear_refs after a small warm-up call (Numba then loads its
   cache), make the call, report VmHWM - VmRSS before. Sees every allocator,
   counts only touched pages; Linux only.
@@ -13,8 +13,6 @@ import json
 import subprocess
 import sys
 import tracemalloc
-
-MIB = 2**20
 
 
 def traced(fn):
@@ -34,7 +32,7 @@ def _status_kib(field):
 
 def rss(name, n, d, causal, timeout=600):
     """Peak extra resident bytes of one call, measured in a fresh subprocess; None if unavailable."""
-    command = [sys.executable, "-m", "benchmarks.memory", name, str(n), str(d), str(int(causal))]
+    command = [sys.executable, "-m", "attncore.bench.memory", name, str(n), str(d), str(int(causal))]
     try:
         done = subprocess.run(command, capture_output=True, text=True, timeout=timeout, check=True)
     except (subprocess.SubprocessError, OSError):

@@ -1,0 +1,32 @@
+"""Measure attention on the CPU: the implementations, the machine, the timing and the memory.
+
+The command-line harness (`python -m benchmarks.harness` in a clone of the course) and
+chapter 7 both use this package; the results of the course's published run ship with it
+(`published()`), so the chapter runs outside the clone too.
+
+Thread pools: NumPy's OpenBLAS, Numba's and PyTorch's OpenMP share the cores, and idle
+workers of one spin and take the cores from the next timed call of another. Set
+THREAD_ENV in the environment before NumPy is imported (the harness does).
+"""
+import json
+from importlib import resources
+
+from .impls import IMPLS, available, float64_reference, inputs, torch_backend
+from .machine import blas_threads, info, load_average, sgemm_rate, theoretical_peak
+from .memory import rss, traced
+from .timing import compile_cost, flops, lookup, naive_bytes, ratios, run, skip_reason, time_size
+
+THREAD_ENV = {"OPENBLAS_THREAD_TIMEOUT": "4", "OMP_WAIT_POLICY": "PASSIVE"}
+PUBLISHED = "2026-11-30-xeon-emerald-rapids-2-cores.json"
+
+
+def published(name=PUBLISHED):
+    """The results of a committed full run of the harness (package data)."""
+    return json.loads(resources.files(__package__).joinpath("results", name).read_text())
+
+
+__all__ = [
+    "IMPLS", "PUBLISHED", "THREAD_ENV", "available", "blas_threads", "compile_cost", "float64_reference", "flops",
+    "info", "inputs", "load_average", "lookup", "naive_bytes", "published", "ratios", "rss", "run", "sgemm_rate",
+    "skip_reason", "theoretical_peak", "time_size", "torch_backend", "traced",
+]

@@ -1,0 +1,96 @@
+"""The implementations the harness compares; each maps (q, k, v, causal) -> out.
+
+Inputs are float32 arrays (batch, heads, N, d). Torch and Numba are imported on first
+use, so everything else runs (and skips them) where they are missing.
+"""
+import importlib.util
+import math
+
+import numpy as np
+
+import attncore
+
+
+def naive(q, k, v, causal):
+    """Careful NumPy: one sgemm into a preallocated (N, N) score matrix, the row max, the
+    subtraction, exp and the division in place, one sgemm out. One (N, N) float32 matrix
+    at its peak; causal masks the upper triangle in place (square only)."""
+    *lead, t_q, d = q.shape
+    t_k, d_v = k.shape[-2], v.shape[-1]
+    q3, k3, v3 = (x.reshape(-1, *x.shape[-2:]) for x in (q, k, v))
+    out = np.empty((q3.shape[0], t_q, d_v), q.dtype)
+    s = np.empty((t_q, t_k), q.dtype)
+    column = np.empty((t_q, 1), q.dtype)
+    scale = q.dtype.type(1 / math.sqrt(d))
+    for b in range(q3.shape[0]):
+        np.matmul(q3[b] * scale, k3[b].T, out=s)
+        if causal:
+            for i in range(t_q - 1):
+                s[i, i + 1:] = -np.inf
+        np.max(s, axis=1, keepdims=True, out=column)
+        s -= column
+        np.exp(s, out=s)
+        np.sum(s, axis=1, keepdims=True, out=column)
+        s /= column
+        np.matmul(s, v3[b], out=out[b])
+    return out.reshape(*lead, t_q, d_v)
+
+
+def textbook(q, k, v, causal):
+    """attncore.attention: the textbook formula with its temporaries (three (N, N) arrays at its peak)."""
+    mask = attncore.masks.causal(q.shape[-2]) if causal else None
+    return attncore.attention(q, k, v, mask=mask)
+
+
+def numpy_flash(q, k, v, causal):
+    """attncore.flash_attention: NumPy tiles of 64 x 64."""
+    return attncore.flash_attention(q, k, v, causal=causal)
+
+
+def jit_flash(q, k, v, causal):
+    """attncore.jit.flash_attention with its defaults (the host CPU's micro-kernel)."""
+    from attncore import jit
+
+    return jit.flash_attention(q, k, v, causal=causal)
+
+
+def torch_sdpa(q, k, v, causal):
+    """PyTorch CPU scaled_dot_product_attention on 4-D tensors (batch, heads, N, d) that share
+    the arrays' memory (with 3-D input PyTorch takes its slow math path)."""
+    import torch
+
+    q, k, v = (torch.from_numpy(x) for x in (q, k, v))
+    return torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal).numpy()
+
+
+def torch_backend(q, k, v, causal):
+    """The name of the SDPA backend PyTorch picks for these inputs (e.g. FLASH_ATTENTION)."""
+    import torch
+
+    tensors = [torch.from_numpy(x) for x in (q, k, v)]
+    choice = torch._fused_sdp_choice(*tensors, is_causal=causal)
+    from torch.nn.attention import SDPBackend
+
+    return next((name for name, member in SDPBackend.__members__.items() if int(member) == choice), str(choice))
+
+
+IMPLS = {"naive": naive, "textbook": textbook, "numpy_flash": numpy_flash, "jit": jit_flash, "torch": torch_sdpa}
+REQUIRES = {"jit": "numba", "torch": "torch"}
+MATRICES = {"naive": 1, "textbook": 3}  # float32 (N, N) arrays held at the peak
+
+
+def float64_reference(q, k, v, causal):
+    """The same attention in float64 (Numba if installed, else tiled NumPy): the error yardstick."""
+    exact = jit_flash if importlib.util.find_spec("numba") is not None else numpy_flash
+    return exact(*(x.astype(np.float64) for x in (q, k, v)), causal)
+
+
+def available():
+    """Names of the implementations whose package is installed."""
+    return [name for name in IMPLS if importlib.util.find_spec(REQUIRES.get(name, "numpy")) is not None]
+
+
+def inputs(n, d=64, seed=0, heads=1, batch=1):
+    """q, k, v float32 (batch, heads, n, d), standard normal."""
+    rng = np.random.default_rng(seed)
+    return tuple(rng.standard_normal((batch, heads, n, d), dtype=np.float32) for _ in range(3))

@@ -1,0 +1,148 @@
+"""What the numbers were measured on: CPU, cores, clock, peak rates, versions, thread settings."""
+import contextlib
+import ctypes
+import datetime
+import glob
+import importlib.metadata
+import os
+import platform
+import statistics
+import time
+
+import numpy as np
+
+ENV_VARS = (
+    "OPENBLAS_THREAD_TIMEOUT", "OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE", "OPENBLAS_NUM_THREADS",
+    "OMP_NUM_THREADS", "OMP_WAIT_POLICY", "NUMBA_NUM_THREADS", "NUMBA_THREADING_LAYER", "ATTNCORE_JIT_PATH",
+)
+
+
+def _cpuinfo():
+    try:
+        with open("/proc/cpuinfo") as f:
+            return f.read()
+    except OSError:
+        return ""
+
+
+def _field(name, text=None):
+    text = _cpuinfo() if text is None else text
+    return [line.split(":", 1)[1].strip() for line in text.splitlines() if line.split(":")[0].strip() == name]
+
+
+def cpu_model():
+    return next(iter(_field("model name")), None) or platform.processor() or "unknown"
+
+
+def cores():
+    """CPUs this process may run on."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+
+
+def clock_ghz():
+    """The highest clock the system reports (cpufreq's maximum, else /proc/cpuinfo's MHz).
+    A virtual machine often reports only its nominal clock; turbo may run faster."""
+    try:
+        with open("/sys/devices/system/cpu/cpu0/cpufreq/cpuinfo_max_freq") as f:
+            return int(f.read()) / 1e6
+    except (OSError, ValueError):
+        mhz = [float(x) for x in _field("cpu MHz")]
+        return max(mhz) / 1e3 if mhz else None
+
+
+def theoretical_peak():
+    """cores x FMA pipes x float32 lanes per pipe x 2 flops x clock, from the machine.
+
+    Pipes and lanes per pipe: 2 FMA pipes on current x86 server cores; 16 lanes with
+    AVX-512 on Intel (512-bit pipes), 8 with AVX2, and 8 on AMD Zen 4 (AVX-512 on
+    256-bit pipes, family 25); 4 (128-bit) elsewhere. These are read from the CPU's
+    features and vendor, and assumed per family: the JSON keeps every factor."""
+    from llvmlite import binding
+
+    features = binding.get_host_cpu_features()
+    vendor = next(iter(_field("vendor_id")), "")
+    family = next(iter(_field("cpu family")), "")
+    if features.get("avx512f") and not (vendor == "AuthenticAMD" and family == "25"):
+        lanes = 16
+    elif features.get("avx512f") or (features.get("avx2") and features.get("fma")):
+        lanes = 8
+    else:
+        lanes = 4
+    pipes, clock, n = 2, clock_ghz(), cores()
+    gflops = n * pipes * lanes * 2 * clock if clock else None
+    return {"cores": n, "fma_pipes": pipes, "lanes": lanes, "clock_ghz": clock, "gflops": gflops,
+            "vendor": vendor, "family": family}
+
+
+def _openblas():
+    """NumPy's OpenBLAS, loaded in this process, with its thread setters (None if not found)."""
+    folders = [os.path.join(os.path.dirname(np.__file__), os.pardir, "numpy.libs"), os.path.dirname(np.__file__)]
+    for path in [p for folder in folders for p in glob.glob(os.path.join(folder, "*openblas*"))]:
+        try:
+            lib = ctypes.CDLL(path)
+        except OSError:
+            continue
+        for prefix, suffix in (("scipy_openblas", "64_"), ("scipy_openblas", ""), ("openblas", "")):
+            setter = getattr(lib, f"{prefix}_set_num_threads{suffix}", None)
+            getter = getattr(lib, f"{prefix}_get_num_threads{suffix}", None)
+            if setter is not None and getter is not None:
+                return setter, getter
+    return None
+
+
+@contextlib.contextmanager
+def blas_threads(n):
+    """NumPy's BLAS limited to n threads inside the block (a no-op where it cannot be found)."""
+    found = _openblas()
+    if found is None:
+        yield False
+        return
+    setter, getter = found
+    before = getter()
+    setter(n)
+    try:
+        yield True
+    finally:
+        setter(before)
+
+
+def sgemm_rate(n=1024, repeats=5):
+    """GFLOP/s of one float32 (n, n) @ (n, n) product on one thread (median of repeats), or None
+    if NumPy's BLAS cannot be limited to one thread."""
+    a, b = (np.random.default_rng(i).standard_normal((n, n), dtype=np.float32) for i in range(2))
+    with blas_threads(1) as limited:
+        if not limited:
+            return None
+        a @ b
+        times = []
+        for _ in range(repeats):
+            start = time.perf_counter()
+            a @ b
+            times.append(time.perf_counter() - start)
+    return 2 * n**3 / statistics.median(times) / 1e9
+
+
+def version(package):
+    try:
+        return importlib.metadata.version(package)
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+def info():
+    """A JSON-ready description of this machine and software."""
+    return {
+        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "cpu": cpu_model(),
+        "cores": cores(),
+        "platform": platform.platform(),
+        "python": platform.python_version(),
+        "versions": {p: version(p) for p in ("numpy", "numba", "llvmlite", "torch", "attncore")},
+        "env": {name: os.environ.get(name) for name in ENV_VARS},
+        "load_average": load_average(),
+    }
+
+
+def load_average():
+    """1-minute load average: other processes on the cores make every timing noisier."""
+    return os.getloadavg()[0] if hasattr(os, "getloadavg") else None
