@@ -51,6 +51,14 @@ class CausalMask:
 
 causal_mask = CausalMask()
 '''),
+    Right("causal_mask", "logging.info after logging.basicConfig, np.tril of ones", '''
+import logging
+logging.basicConfig(level=logging.INFO)
+
+def causal_mask(t_q, t_k):
+    logging.info("causal mask %d x %d, offset %d", t_q, t_k, t_k - t_q)
+    return np.tril(np.ones((t_q, t_k), dtype=bool), k=t_k - t_q)
+'''),
 
     # ------------------------------------------------------------------ key_padding_mask
     Right("key_padding_mask", "a loop over the sequences", '''
@@ -210,4 +218,12 @@ def masked_softmax(scores, mask):
         out[index][allowed] = e / e.sum()
     return out
 ''', note="UserWarning"),
+    Right("masked_softmax", "an additive 0/-inf mask, 0/0 repaired with np.where (RuntimeWarning)", '''
+def masked_softmax(scores, mask):
+    additive = np.where(mask, 0.0, -np.inf).astype(scores.dtype)
+    x = scores + additive
+    e = np.exp(x - np.max(x, axis=-1, keepdims=True))
+    w = e / np.sum(e, axis=-1, keepdims=True)
+    return np.where(np.isnan(w), 0, w)
+''', note="RuntimeWarning"),
 ]
