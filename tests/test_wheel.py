@@ -5,10 +5,7 @@ The wheel is built from this checkout and installed with its required dependency
 the self-check on every assignment, the exercise notebooks' code, and the message that
 names the extra a missing optional dependency needs.
 """
-import os
 import subprocess
-import sys
-import venv
 
 import nbformat
 import pytest
@@ -16,6 +13,7 @@ import pytest
 from attncore.grading.engine import ASSIGNMENTS
 
 from .gradekit import ROOT, release_notebook, submission
+from .venvkit import clean_env, venv_with_wheel
 
 pytestmark = pytest.mark.xdist_group("wheel")
 
@@ -24,21 +22,15 @@ pytestmark = pytest.mark.xdist_group("wheel")
 def installed(tmp_path_factory):
     """(python of a fresh venv with the wheel installed, a work folder outside the clone)."""
     base = tmp_path_factory.mktemp("wheel")
-    subprocess.run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps",
-                    "--wheel-dir", str(base / "dist"), str(ROOT)], check=True)
-    (wheel,) = (base / "dist").glob("attncore-*.whl")
-    venv.create(base / "venv", with_pip=True)
-    python = base / "venv" / "bin" / "python"
-    subprocess.run([str(python), "-m", "pip", "install", "--quiet", str(wheel)], check=True)
+    python = venv_with_wheel(base)
     work = base / "work"
     work.mkdir()
     return python, work
 
 
 def run(python, *args, cwd):
-    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
-    return subprocess.run([str(python), *args], cwd=cwd, env=env, capture_output=True,
-                          text=True, timeout=600)
+    return subprocess.run([str(python), *args], cwd=cwd, env=clean_env(python),
+                          capture_output=True, text=True, timeout=600)
 
 
 def test_wheel_holds_the_package_and_its_licence(installed):
