@@ -32,8 +32,7 @@ import pytest
 
 from attncore.grading.engine import ASSIGNMENTS
 
-from .gradekit import Course, auto_points, points_by_function, source_notebook, submission, \
-    verdicts
+from .gradekit import Course, auto_points, points_by_function, submission, verdicts
 
 MODULES = {"01-convention": "convention", "02-simplex": "simplex", "03-masking": "masking",
            "04-heads": "heads", "05-flash": "flash", "06-variants": "variants",
@@ -95,11 +94,11 @@ def sources(chosen):
     return {function: right.source for function, right in chosen.items()}
 
 
-def round_id(assignment, k):
-    return f"{assignment}:round{k}"
-
-
 # ---------------------------------------------------------------- the catalogue itself
+
+def test_every_assignment_has_its_correct_styles():
+    assert set(MODULES) == set(ASSIGNMENTS)
+
 
 @pytest.mark.parametrize("assignment", list(MODULES))
 def test_every_function_has_enough_styles(assignment):
