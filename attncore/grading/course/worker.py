@@ -28,7 +28,7 @@ ADDRESS_SPACE_LIMIT = 8 << 30  # bytes: a runaway allocation raises MemoryError,
 def main(in_fd, out_fd):
     _limit_address_space()
     requests, replies = os.fdopen(in_fd, "rb"), os.fdopen(out_fd, "wb")
-    namespace = {"__name__": "__main__", "__builtins__": __builtins__}
+    namespace = _notebook_namespace()
     while (request := wire.receive(requests)) is not None:
         if request["op"] == "exec":
             reply = run_cell(namespace, request["name"], request["source"])
@@ -62,6 +62,20 @@ def call(namespace, request):
     return {"returned": wire.encode(seen["returned"]), "raised": seen["raised"],
             "arguments_after": wire.encode(seen["arguments_after"]),
             "peak_bytes": seen["peak_bytes"], "notes": list(seen["notes"])}
+
+
+def _notebook_namespace():
+    """The namespace the cells run in: an IPython shell's when IPython is installed, so
+    that magics, get_ipython() and display() work as in a kernel; a plain module's
+    otherwise. The shell keeps no history, so nothing is written to ~/.ipython."""
+    try:
+        from IPython.core.interactiveshell import InteractiveShell
+        from traitlets.config import Config
+    except ImportError:
+        return {"__name__": "__main__", "__builtins__": __builtins__}
+    shell = InteractiveShell.instance(config=Config({"HistoryManager": {"enabled": False}}))
+    shell.user_ns["__name__"] = "__main__"
+    return shell.user_ns
 
 
 def _python_source(source):
