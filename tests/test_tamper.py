@@ -70,7 +70,7 @@ def attention(Q, K, V):
 """, "attention: "),
     "set_custom_exc": ("""
 get_ipython().set_custom_exc((Exception,), lambda *a, **k: None)
-""" + WRONG, "not defined"),
+""" + WRONG, "weights transposed in the output"),
     "showtraceback": ("""
 from IPython.core.interactiveshell import InteractiveShell
 InteractiveShell.showtraceback = lambda *a, **k: None
@@ -115,7 +115,7 @@ def attention(Q, K, V):
         except OSError:
             pass
     return attention_weights(Q, K).T @ V
-""", "cannot read"),
+""", "did not finish"),
 }
 
 
