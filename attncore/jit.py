@@ -45,6 +45,7 @@ NUMBA_NUM_THREADS sets the thread count. Everything that shapes the machine
 code lives in this one file: Numba's cache checks only the file that defines
 a kernel.
 """
+import functools
 import math
 import os
 import platform
@@ -254,12 +255,18 @@ def host_features():
 
 def host_path(features=None):
     """The path this CPU should run: avx512, avx2 (with FMA) or portable."""
-    features = host_features() if features is None else features
+    if features is None:
+        return _host_path()
     if features.get("avx512f"):
         return "avx512"
     if features.get("avx2") and features.get("fma"):
         return "avx2"
     return "portable"
+
+
+@functools.cache
+def _host_path():
+    return host_path(host_features())
 
 
 def _resolve_path(path):
@@ -713,16 +720,44 @@ def _flatten(x, batch, dtype, rows=None, cols=None):
 BLOCK_K = 128  # keys per tile
 
 
-def default_block_q(n_batch, t_q, causal, *, threads=None, path=None, dtype=np.float32):
-    """The block_q that flash_attention picks: 8 panels of nr queries (384 with nr = 48),
-    halved down to one panel while a thread would get no block, or with causal fewer than
-    two (a short and a long one). threads: Numba's thread count if None."""
-    nr = PATHS[_resolve_path(path)].nr(np.dtype(_compute_dtype(dtype)).itemsize)
+def default_block_q(n_batch, t_q, causal, *, threads=None, path=None, dtype=np.float32, t_k=None):
+    """The block_q that flash_attention picks: a whole number of panels (nr queries each,
+    at most MAX_PANELS) that minimises the work of the busiest thread, counted in key
+    panels visited plus STREAM_COST per key for reading the tiles (with causal, a block
+    sees the keys up to its last query), when prange gives each thread a contiguous run
+    of tasks in the kernel's order 0, n-1, 1, n-2, ... Ties go to the larger block (fewer tasks). threads: Numba's thread count if None."""
     threads = numba.get_num_threads() if threads is None else threads
-    panels, per_thread = 8, 2 if causal else 1
-    while panels > 1 and n_batch * -(-t_q // (panels * nr)) < per_thread * threads:
-        panels //= 2
-    return panels * nr
+    return _block_q(n_batch, t_q, bool(causal), threads, _resolve_path(path), np.dtype(_compute_dtype(dtype)),
+                    t_q if t_k is None else t_k)
+
+
+@functools.lru_cache(maxsize=256)
+def _block_q(n_batch, t_q, causal, threads, path, dtype, t_k):
+    """default_block_q, for one set of hashable arguments (cached)."""
+    nr = PATHS[path].nr(dtype.itemsize)
+    panels = -(-t_q // nr)
+    best = None
+    for size in range(min(MAX_PANELS, panels), 0, -1):
+        n_blocks = -(-panels // size)
+        cost = []
+        for i in range(n_blocks):
+            b = i // 2 if i % 2 == 0 else n_blocks - 1 - i // 2  # the kernel's order
+            rows = min(size * nr, t_q - b * size * nr)
+            keys = min(t_k, (b * size * nr + rows) + t_k - t_q) if causal else t_k
+            cost.append(n_batch * (-(-rows // nr) + STREAM_COST) * max(keys, 0))
+        tasks = n_blocks * n_batch
+        run = -(-tasks // threads)
+        per_task = [cost[task % n_blocks] for task in range(tasks)]
+        busiest = max(sum(per_task[t * run:(t + 1) * run]) for t in range(threads))
+        if best is None or busiest < best[0] * 0.99:
+            best = (busiest, size)
+    return best[1] * nr
+
+
+MAX_PANELS = 12
+# a task reads its key tiles from memory once for all its panels: that costs about as much
+# as computing one more panel (measured: blocks of one panel ran about 1.4 times slower)
+STREAM_COST = 1
 
 
 def _prepare(q, k, v, causal, block_q, block_k, scale, path):
@@ -736,7 +771,7 @@ def _prepare(q, k, v, causal, block_q, block_k, scale, path):
     dtype = np.result_type(q, k, v)
     work = _compute_dtype(dtype)
     if block_q is None:
-        block_q = default_block_q(math.prod(batch), t_q, offset is not None, path=shape.name, dtype=work)
+        block_q = default_block_q(math.prod(batch), t_q, offset is not None, path=shape.name, dtype=work, t_k=t_k)
     block_q, block_k = positive_int("block_q", block_q), positive_int("block_k", block_k)
     scale = resolve_scale(scale, q.shape[-1])
     d_v = v.shape[-1]

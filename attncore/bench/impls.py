@@ -10,6 +10,11 @@ import numpy as np
 
 import attncore
 
+if importlib.util.find_spec("torch") is not None:
+    # Imported now, before Numba starts its OpenMP thread pool: with the two OpenMP runtimes
+    # loaded the other way round, PyTorch's SDPA ran 3 to 7 times slower on the course machine.
+    import torch  # noqa: F401
+
 
 def naive(q, k, v, causal):
     """Careful NumPy: one sgemm into a preallocated (N, N) score matrix, the row max, the
