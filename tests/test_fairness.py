@@ -241,7 +241,8 @@ def test_self_check_gives_full_marks_and_exit_zero(tmp_path, assignment):
 # Correct solutions that once lost points: IPython syntax and display() (the worker now
 # runs cells in an IPython shell's namespace when IPython is installed) and a pure-Python
 # flash_attention on list copies of its inputs (the 05 memory case is now 96 x 1024 with
-# tiles of 64). One is still open, as a strict xfail: logging lines lost as notes.
+# tiles of 64), and log lines lost as notes (the worker's stdout and stderr now route to
+# the capture of the call that runs, whenever a handler took hold of them).
 
 def test_ipython_magics_in_a_solution_cell_cost_nothing():
     chosen = {
@@ -295,10 +296,6 @@ def test_pure_python_flash_attention_on_lists_of_the_inputs_keeps_the_memory_poi
     assert result["flash_attention-memory"].passed, result["flash_attention-memory"].message
 
 
-@pytest.mark.xfail(strict=True, reason="a logging handler binds the sys.stderr of the moment it "
-                   "is made (logging.basicConfig in a cell, or the first logging.warning call): "
-                   "later log lines go to a capture that has already been read, so they are "
-                   "never shown as notes (no points lost)")
 def test_logging_is_shown_as_a_note_in_every_function_that_logs():
     chosen = {
         "attention_scores": "import logging\nlogging.basicConfig(level=logging.INFO)\n\n"

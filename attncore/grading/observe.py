@@ -13,6 +13,7 @@ While the function runs:
 """
 import contextlib
 import io
+import sys
 import tracemalloc
 import warnings
 
@@ -48,12 +49,32 @@ def shorten(text, limit=MAX_NOTE_CHARS):
     return text if len(text) <= limit else text[:limit - 3] + "..."
 
 
+class RoutedStream(io.TextIOBase):
+    """A text stream that writes wherever it currently points.
+
+    The worker installs one as sys.stdout and one as sys.stderr, so that whatever holds on
+    to them (a logging handler made in an earlier cell, say) writes into the capture of the
+    call that is running, not into a buffer read long ago.
+    """
+
+    def __init__(self, original):
+        self.original = self.target = original
+
+    def write(self, text):
+        return self.target.write(text)
+
+    def flush(self):
+        self.target.flush()
+
+    def writable(self):
+        return True
+
+
 @contextlib.contextmanager
 def captured_as_notes(notes):
     """Record warnings and captured stdout/stderr as notes for the learner."""
     out, err = io.StringIO(), io.StringIO()
-    with warnings.catch_warnings(record=True) as caught, \
-            contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+    with warnings.catch_warnings(record=True) as caught, _routed_to(out, err):
         warnings.simplefilter("always")
         try:
             yield
@@ -69,6 +90,22 @@ def captured_as_notes(notes):
                 if stream.getvalue().strip():
                     notes.append(f"your code printed to {name}: "
                                  f"{shorten(stream.getvalue())!r} (this costs no points)")
+
+
+@contextlib.contextmanager
+def _routed_to(out, err):
+    """Send stdout and stderr to out and err while the block runs."""
+    if not (isinstance(sys.stdout, RoutedStream) and isinstance(sys.stderr, RoutedStream)):
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            yield
+        return
+    routed = (sys.stdout, sys.stderr)
+    sys.stdout.target, sys.stderr.target = out, err
+    try:
+        yield
+    finally:
+        for stream in routed:
+            stream.target = stream.original
 
 
 @contextlib.contextmanager

@@ -19,7 +19,7 @@ try:
 except ImportError:  # not on Windows: there a runaway allocation is the OS's to stop
     resource = None
 
-from ..observe import captured_as_notes, observe, shorten
+from ..observe import RoutedStream, captured_as_notes, observe, shorten
 from . import wire
 
 ADDRESS_SPACE_LIMIT = 8 << 30  # bytes: a runaway allocation raises MemoryError, not the OOM killer
@@ -27,6 +27,7 @@ ADDRESS_SPACE_LIMIT = 8 << 30  # bytes: a runaway allocation raises MemoryError,
 
 def main(in_fd, out_fd):
     _limit_address_space()
+    sys.stdout, sys.stderr = RoutedStream(sys.stdout), RoutedStream(sys.stderr)
     requests, replies = os.fdopen(in_fd, "rb"), os.fdopen(out_fd, "wb")
     namespace = _notebook_namespace()
     while (request := wire.receive(requests)) is not None:
