@@ -19,7 +19,7 @@ from .gradekit import (
     ROOT, Course, auto_points, points_by_function, reference_sources, release_notebook,
     source_notebook, submission,
 )
-from .test_catalogue import WRONG
+from .test_tamper import last_wrong
 
 ALL = list(ASSIGNMENTS)
 # Tests that share the module's course fixture run on one xdist worker.
@@ -40,11 +40,6 @@ def course(tmp_path_factory):
         course.autograde_logs[assignment] = course.autograde(assignment).stderr
         course.generate_feedback(assignment)
     return course
-
-
-def last_wrong(assignment):
-    """A wrong solution of the assignment's last function, which no other function calls."""
-    return next(w for w in WRONG[assignment] if w.function == ASSIGNMENTS[assignment][-1])
 
 
 def test_autograde_is_nbgraders_default_pipeline_with_execute_replaced(tmp_path):

@@ -1,22 +1,28 @@
 """No code a learner writes can buy points: tampering, at import time and at call time.
 
-Each attempt sits in the solution cell of `attention` (01-convention), the last graded
-function, wrapped around a wrong implementation (or none), so that it would gain points
-only by defeating the grader. Through the self-check's runner and through nbgrader
-autograde, every attempt scores zero for `attention`, the other functions keep full
-marks, and the feedback says what happened. The learner's code runs in a worker that
-never holds an expected value, so what these attempts replace is not the grader.
+Each attempt sits in the solution cell of an assignment's last graded function (which no
+other function calls), around a wrong solution of it from tests/wrong/, so that it could
+gain points only by defeating the grader. Through the self-check's runner, for every
+assignment, and through nbgrader autograde, for one, every attempt scores zero for that
+function, the other functions keep full marks, and the feedback says what happened. The
+learner's code runs in a worker that never holds an expected value, so what these
+attempts replace is not the grader.
 """
+import functools
+
 import pytest
 
-from .gradekit import Course, points_by_function, submission, verdicts
+from attncore.grading.course.layout import function_of
+from attncore.grading.engine import ASSIGNMENTS
 
-ASSIGNMENT = "01-convention"
-WRONG = "def attention(Q, K, V):\n    return attention_weights(Q, K).T @ V\n"
+from .gradekit import Course, in_process_verdicts, points_by_function, submission, verdicts
+from .test_catalogue import WRONG
+
 TIME_LIMIT = 3.0
+NAMED = "{misconception}"  # the feedback names the wrong solution's misconception
 
-# name -> (solution cell of `attention`, what its feedback must say)
-ATTEMPTS = {
+# At import time: code that runs before the wrong function is defined.
+AT_IMPORT = {
     "setattr over sys.modules": ("""
 import sys
 for module in list(sys.modules.values()):
@@ -26,128 +32,157 @@ for module in list(sys.modules.values()):
                 setattr(module, name, lambda *a, **k: True)
             except Exception:
                 pass
-""" + WRONG, "weights transposed in the output"),
+""", NAMED),
     "importlib replaces the checker": ("""
 import importlib
 importlib.import_module("attncore.grading").check = lambda *a, **k: None
-""" + WRONG, "weights transposed in the output"),
+""", NAMED),
     "vars() of numpy": ("""
-vars(np)["allclose"] = lambda *a, **k: True
-vars(np)["array_equal"] = lambda *a, **k: True
-""" + WRONG, "weights transposed in the output"),
+import numpy
+vars(numpy)["allclose"] = lambda *a, **k: True
+vars(numpy)["array_equal"] = lambda *a, **k: True
+""", NAMED),
     "sys.modules of the engine": ("""
 import sys
 sys.modules["attncore.grading.engine.probe"].same = lambda *a, **k: True
-""" + WRONG, "not defined"),
+""", "not defined"),
     "builtins": ("""
 import builtins
 builtins.isinstance = lambda *a: True
 builtins.len = lambda x: 0
-""" + WRONG, "process running your code ended"),
+""", "process running your code ended"),
     "numpy.testing": ("""
-np.testing.assert_allclose = lambda *a, **k: None
-np.testing.assert_array_equal = lambda *a, **k: None
-""" + WRONG, "weights transposed in the output"),
-    "frame inspection for the expected value": ("""
-import sys
-def attention(Q, K, V):
-    frame = sys._getframe(1)
-    while frame is not None:
-        for name in ("expected", "reference", "want"):
-            if name in frame.f_locals:
-                return frame.f_locals[name]
-        frame = frame.f_back
-    return attention_weights(Q, K).T @ V
-""", "attention: "),
-    "inspect.stack for the expected value": ("""
-import inspect
-def attention(Q, K, V):
-    for info in inspect.stack():
-        for value in info.frame.f_locals.values():
-            if isinstance(value, np.ndarray) and value.shape == (Q.shape[0], V.shape[1]):
-                return value
-    return attention_weights(Q, K).T @ V
-""", "attention: "),
+import numpy.testing
+numpy.testing.assert_allclose = lambda *a, **k: None
+numpy.testing.assert_array_equal = lambda *a, **k: None
+""", NAMED),
     "set_custom_exc": ("""
 get_ipython().set_custom_exc((Exception,), lambda *a, **k: None)
-""" + WRONG, "weights transposed in the output"),
+""", NAMED),
     "showtraceback": ("""
 from IPython.core.interactiveshell import InteractiveShell
 InteractiveShell.showtraceback = lambda *a, **k: None
 InteractiveShell._showtraceback = lambda *a, **k: None
-""" + WRONG, "weights transposed in the output"),
+""", NAMED),
+    "sys.exit at import": ("import sys\nsys.exit(0)\n", "not defined"),
+    "os._exit at import": ("import os\nos._exit(0)\n", "process running your code ended"),
+    "an endless loop at import": ("while True:\n    pass\n", "did not finish"),
+}
+
+# At call time: a wrapper around the wrong function, named like it.
+AT_CALL = {
+    "frame inspection for the expected value": ("""
+frame = sys._getframe(1)
+while frame is not None:
+    for name in ("expected", "reference", "want"):
+        if name in frame.f_locals:
+            return frame.f_locals[name]
+    frame = frame.f_back
+""", NAMED),
+    "inspect.stack for the expected value": ("""
+for info in inspect.stack():
+    for name, value in info.frame.f_locals.items():
+        if name in ("expected", "reference", "want"):
+            return value
+""", NAMED),
     "a return value that equals anything": ("""
-class Anything(np.ndarray):
-    def __eq__(self, other):
-        return True
-def attention(Q, K, V):
-    return np.zeros((Q.shape[0], V.shape[1])).view(Anything)
-""", "wrong values"),
-    "sys.exit at import": ("import sys\nsys.exit(0)\n" + WRONG, "not defined"),
-    "sys.exit at call": ("""
-import sys
-def attention(Q, K, V):
-    sys.exit(0)
-""", "raised SystemExit"),
-    "os._exit at import": ("import os\nos._exit(0)\n" + WRONG, "process running your code ended"),
-    "os._exit at call": ("""
-import os
-def attention(Q, K, V):
-    os._exit(0)
-""", "process running your code ended"),
-    "an endless loop at import": ("while True:\n    pass\n" + WRONG, "did not finish"),
-    "an endless loop at call": ("""
-def attention(Q, K, V):
-    while True:
-        pass
-""", "no answer within"),
-    "a huge allocation": ("""
-def attention(Q, K, V):
-    waste = np.ones((1 << 40,), dtype=np.uint8)
-    return attention_weights(Q, K) @ V
-""", "MemoryError"),
+out = wrong(*args)
+return out.view(Anything) if isinstance(out, np.ndarray) else out
+""", "{function}"),
+    "sys.exit at call": ("sys.exit(0)\n", "raised SystemExit"),
+    "os._exit at call": ("os._exit(0)\n", "process running your code ended"),
+    "an endless loop at call": ("while True:\n    pass\n", "no answer within"),
+    "a huge allocation": ("waste = np.ones((1 << 40,), dtype=np.uint8)\n", "MemoryError"),
     "garbage on every pipe": ("""
-import os
-def attention(Q, K, V):
-    for fd in range(3, 64):
-        try:
-            os.write(fd, b"\\x00\\x00\\x00\\x00\\x00\\x00\\x00\\x05{}{}{")
-        except OSError:
-            pass
-    return attention_weights(Q, K).T @ V
+for fd in range(3, 64):
+    try:
+        os.write(fd, b"\\x00\\x00\\x00\\x00\\x00\\x00\\x00\\x05{}{}{")
+    except OSError:
+        pass
 """, "did not finish"),
 }
 
+WRAPPER = """
+import inspect, os, sys
+import numpy as np
 
-def assert_only_attention_lost(points, name):
-    score, most, messages = points["attention"]
-    assert score == 0 < most, f"{name}: attention kept {score} / {most}"
-    for function in ("attention_scores", "attention_weights"):
-        assert points[function][0] == points[function][1], (name, function, points[function])
+class Anything(np.ndarray):
+    def __eq__(self, other):
+        return True
+
+{wrong_source}
+wrong = {function}
+
+def {function}(*args):
+{trick}
+    return wrong(*args)
+"""
+
+
+@functools.cache
+def last_wrong(assignment):
+    """A wrong solution of the assignment's last function (which no other function calls)
+    that fails every suite of it: with it, a tamper attempt could only buy points."""
+    function = ASSIGNMENTS[assignment][-1]
+    for wrong in WRONG[assignment]:
+        if wrong.function == function:
+            graded = in_process_verdicts(submission(assignment, {function: wrong.source}))
+            if not any(v.passed for g, v in graded.items() if function_of(g) == function):
+                return wrong
+    raise LookupError(f"no wrong {function} in tests/wrong fails every suite")
+
+
+def attempt(assignment, name):
+    """(the solution cell with the attempt, what the feedback must say)."""
+    wrong = last_wrong(assignment)
+    if name in AT_IMPORT:
+        trick, says = AT_IMPORT[name]
+        source = trick + wrong.source
+    else:
+        trick, says = AT_CALL[name]
+        indented = "".join(f"    {line}\n" for line in trick.strip("\n").splitlines())
+        source = WRAPPER.format(wrong_source=wrong.source, function=wrong.function,
+                                trick=indented)
+    return source, says.format(misconception=wrong.misconception, function=wrong.function)
+
+
+def assert_only_the_last_lost(points, function, name):
+    score, most, messages = points[function]
+    assert score == 0 < most, f"{name}: {function} kept {score} / {most}"
+    for other, (score, most, _) in points.items():
+        if other != function:
+            assert score == most, (name, other, score, most)
     return "\n".join(messages)
 
 
-@pytest.mark.parametrize("name", list(ATTEMPTS))
-def test_attempt_scores_zero_through_the_self_check_runner(name):
-    source, says = ATTEMPTS[name]
-    graded = verdicts(submission(ASSIGNMENT, {"attention": source}), time_limit=TIME_LIMIT)
-    points = {f: (sum(v.passed for g, v in graded.items() if g.startswith(f + "-")),
-                  sum(1 for g in graded if g.startswith(f + "-")),
-                  [v.message for g, v in graded.items() if g.startswith(f + "-") and not v.passed])
-              for f in ("attention_scores", "attention_weights", "attention")}
-    feedback = assert_only_attention_lost(points, name)
+CASES = [(a, n) for a in ASSIGNMENTS for n in [*AT_IMPORT, *AT_CALL]]
+
+
+@pytest.mark.parametrize("assignment, name", CASES, ids=[f"{a}:{n}" for a, n in CASES])
+def test_attempt_scores_zero_through_the_self_check_runner(assignment, name):
+    source, says = attempt(assignment, name)
+    function = ASSIGNMENTS[assignment][-1]
+    graded = verdicts(submission(assignment, {function: source}), time_limit=TIME_LIMIT)
+    points = {f: (sum(v.passed for g, v in graded.items() if function_of(g) == f),
+                  sum(1 for g in graded if function_of(g) == f),
+                  [v.message for g, v in graded.items() if function_of(g) == f and not v.passed])
+              for f in ASSIGNMENTS[assignment]}
+    feedback = assert_only_the_last_lost(points, function, name)
     assert says in feedback, f"{name}: feedback does not say {says!r}:\n{feedback}"
 
 
 @pytest.mark.xdist_group("tamper")
 def test_every_attempt_scores_zero_through_nbgrader(tmp_path):
-    course = Course(tmp_path, [ASSIGNMENT])
-    course.generate(ASSIGNMENT)
-    students = {name: f"student{k}" for k, name in enumerate(ATTEMPTS)}
+    assignment = "01-convention"
+    function = ASSIGNMENTS[assignment][-1]
+    course = Course(tmp_path, [assignment])
+    course.generate(assignment)
+    students = {name: f"student{k}" for k, name in enumerate([*AT_IMPORT, *AT_CALL])}
     for name, student in students.items():
-        course.submit(ASSIGNMENT, student, submission(ASSIGNMENT, {"attention": ATTEMPTS[name][0]}))
-    course.autograde(ASSIGNMENT, f"--GradeOutOfProcess.time_limit={TIME_LIMIT}")
+        course.submit(assignment, student,
+                      submission(assignment, {function: attempt(assignment, name)[0]}))
+    course.autograde(assignment, f"--GradeOutOfProcess.time_limit={TIME_LIMIT}")
     for name, student in students.items():
-        feedback = assert_only_attention_lost(
-            points_by_function(course.grades(ASSIGNMENT, student), ASSIGNMENT), name)
-        assert ATTEMPTS[name][1] in feedback, f"{name}:\n{feedback}"
+        feedback = assert_only_the_last_lost(
+            points_by_function(course.grades(assignment, student), assignment), function, name)
+        assert attempt(assignment, name)[1] in feedback, f"{name}:\n{feedback}"
