@@ -16,8 +16,7 @@ from attncore.grading.course.layout import parse_grade_id
 from attncore.grading.engine import ASSIGNMENTS, SPECS
 
 from .gradekit import (
-    ROOT, Course, auto_points, points_by_function, reference_sources, release_notebook,
-    source_notebook, submission,
+    ROOT, Course, auto_points, points_by_function, release_notebook, source_notebook, submission,
 )
 from .test_tamper import last_wrong
 
@@ -80,12 +79,16 @@ def test_release_has_no_solutions_and_test_cells_import_no_bare_name(assignment)
         assert marker not in text
     release = nbformat.read(release_notebook(assignment), as_version=4)
     cells = {c.metadata.get("nbgrader", {}).get("grade_id"): c.source for c in release.cells}
-    for function, reference in reference_sources(assignment).items():
-        body = [line.strip() for line in reference.splitlines()
-                if line.strip() and not line.strip().startswith(("def ", '"""', "#"))]
-        leaked = [line for line in body if line in cells[function]]
-        assert not leaked, f"{function}: reference lines in the release: {leaked}"
-        assert "raise NotImplementedError()" in cells[function]
+    for cell in nbformat.read(source_notebook(assignment), as_version=4).cells:
+        meta = cell.metadata.get("nbgrader", {})
+        if cell.cell_type != "code" or not meta.get("solution"):
+            continue
+        hidden = re.findall(r"### BEGIN SOLUTION\n(.*?)### END SOLUTION", cell.source, re.S)
+        body = [line.strip() for block in hidden for line in block.splitlines()
+                if line.strip() and not line.strip().startswith("#")]
+        leaked = [line for line in body if line in cells[meta["grade_id"]]]
+        assert body and not leaked, f"{meta['grade_id']}: reference lines in the release: {leaked}"
+        assert "raise NotImplementedError()" in cells[meta["grade_id"]]
     for cell in release.cells:
         if cell.cell_type == "code" and cell.metadata.get("nbgrader", {}).get("grade"):
             assert "from attncore" not in cell.source and "import check" not in cell.source
