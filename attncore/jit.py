@@ -48,7 +48,6 @@ a kernel.
 import functools
 import math
 import os
-import platform
 
 try:
     import numba
