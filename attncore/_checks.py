@@ -20,6 +20,8 @@ def as_float_array(name, x, *, allow_neg_inf=False):
             f"{name} must be a floating-point array (float16, float32 or float64), "
             f"got dtype {x.dtype} with shape {x.shape}; convert it with {name}.astype(np.float32)"
         )
+    if np.isfinite(x).all():  # the common case, in one pass and one boolean temporary
+        return x
     bad = np.isnan(x) | (np.isinf(x) & ~(allow_neg_inf & (x < 0)))
     if bad.any():
         where = tuple(int(i) for i in np.argwhere(bad)[0])

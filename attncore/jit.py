@@ -18,13 +18,16 @@ What makes it fast on a CPU:
   for comparison). The rescaling of the accumulator by alpha happens in the
   product's first step; S needs no zeroing pass.
 * exp2 instead of exp: log2(e) is folded into the query scale, so a weight is
-  2^(s - m): n = floor(x + 1/2), r = x - n, 2^r by a degree-5 polynomial (float32;
-  Taylor to degree 13 in float64) with value exactly 1 at r = 0, 2^n from
-  exponent bits. Results below the normal range flush to 0, and 2^-inf = 0.
+  2^(s - m): n = x rounded to the nearest integer, r = x - n, 2^r by a degree-5
+  polynomial (float32; Taylor to degree 13 in float64) with value exactly 1 at
+  r = 0, times 2^n: one vscalefps where the CPU has AVX-512, else built from
+  exponent bits. Weights below the normal range are 0, and 2^-inf = 0.
   The log-sum-exp is m ln 2 + log l.
 * Key tiles of 128; with causal, tiles entirely above the diagonal are skipped
-  per panel, and query blocks are handed to threads in the order 0, n-1, 1, n-2, ...
-  so that each thread's contiguous run of tasks gets the same work.
+  per panel. Tasks (batch entry, query block) come from a shared atomic counter:
+  a thread takes the next task when it finishes one, so a core that runs slower
+  (on a shared machine one often does) simply does fewer. With causal the
+  blocks go largest first, so the small ones fill in at the end.
 
 The micro-kernel's shape follows the host CPU (llvmlite.binding.get_host_cpu_features):
 "avx512" (16 float32 lanes, 8 x 48 block: 24 of the 32 zmm registers), "avx2"
@@ -46,6 +49,7 @@ code lives in this one file: Numba's cache checks only the file that defines
 a kernel.
 """
 import functools
+import heapq
 import math
 import os
 
@@ -446,7 +450,14 @@ class _VectorIR:
         suffix = f"v{self.lanes}f{self.bitwidth}"
         module = builder.module
         self._fma = cgutils.get_or_insert_function(module, ir.FunctionType(self.vector, [self.vector] * 3), f"llvm.fma.{suffix}")
-        self._floor = cgutils.get_or_insert_function(module, ir.FunctionType(self.vector, [self.vector]), f"llvm.floor.{suffix}")
+        self._rint = cgutils.get_or_insert_function(module, ir.FunctionType(self.vector, [self.vector]), f"llvm.rint.{suffix}")
+        self._scalef = None
+        if shape.bits == 512 and host_features().get("avx512f"):  # p * 2^n in one instruction
+            letter = "s" if self.bitwidth == 32 else "d"
+            mask = ir.IntType(self.lanes)
+            self._scalef = cgutils.get_or_insert_function(
+                module, ir.FunctionType(self.vector, [self.vector] * 3 + [mask, ir.IntType(32)]),
+                f"llvm.x86.avx512.mask.scalef.p{letter}.512")
 
     def constant(self, value):
         return ir.Constant(self.vector, [ir.Constant(self.scalar, value)] * self.lanes)
@@ -486,20 +497,28 @@ class _VectorIR:
         return self.builder.select(self.builder.fcmp_ordered(">", x, y), x, y)
 
     def exp2(self, x):
-        """2^x for x <= 0 (or -inf), as _exp2: floor, polynomial, exponent bits."""
+        """2^x for x <= 0 (or -inf), as _exp2: round, polynomial, 2^n; 0 below the normal range.
+
+        2^n comes from vscalefps where the CPU has AVX-512, else from exponent bits."""
         b = self.builder
         info = np.finfo(np.float32 if self.bitwidth == 32 else np.float64)
-        x = self.maximum(x, self.constant(float(-(info.maxexp - 1))))
-        n = b.call(self._floor, [b.fadd(x, self.constant(0.5))])
-        r = b.fsub(x, n)
+        normal = b.fcmp_ordered(">", x, self.constant(float(info.minexp + 1)))  # false for -inf
+        x = self.maximum(x, self.constant(float(info.minexp + 1)))  # keeps r finite where x = -inf
+        n = b.call(self._rint, [x])
+        r = b.fsub(x, n)  # exact, |r| <= 1/2
         coefficients = EXP2_COEFFICIENTS["float32" if self.bitwidth == 32 else "float64"]
         p = self.constant(coefficients[0])
         for c in coefficients[1:]:
             p = self.fma(p, r, self.constant(c))
-        integers = ir.VectorType(ir.IntType(self.bitwidth), self.lanes)
-        bits = b.fptosi(b.fadd(n, self.constant(float(info.maxexp - 1))), integers)
-        bits = b.shl(bits, ir.Constant(integers, [ir.Constant(ir.IntType(self.bitwidth), info.nmant)] * self.lanes))
-        return b.fmul(p, b.bitcast(bits, self.vector))
+        if self._scalef:
+            all_lanes = ir.Constant(ir.IntType(self.lanes), (1 << self.lanes) - 1)
+            power = b.call(self._scalef, [p, n, p, all_lanes, ir.Constant(ir.IntType(32), 4)])
+        else:
+            integers = ir.VectorType(ir.IntType(self.bitwidth), self.lanes)
+            bits = b.fptosi(b.fadd(n, self.constant(float(info.maxexp - 1))), integers)
+            bits = b.shl(bits, ir.Constant(integers, [ir.Constant(ir.IntType(self.bitwidth), info.nmant)] * self.lanes))
+            power = b.fmul(p, b.bitcast(bits, self.vector))
+        return b.select(normal, power, self.constant(0.0))
 
 
 def _softmax_codegen(context, builder, signature, args):
@@ -676,22 +695,42 @@ def _flash_block(q, k, v, t_k, q0, scale, causal, offset, block_k, out, lse, sha
     _tick(profiling, cycles, 5, start)
 
 
+@intrinsic
+def _take_next(typingctx, counter):
+    """Atomically add 1 to counter[0] and return its old value: a shared queue of task numbers."""
+    if not (isinstance(counter, types.Array) and counter.dtype == types.int64 and counter.ndim == 1):
+        return None
+
+    def codegen(context, builder, signature, args):
+        data = context.make_array(signature.args[0])(context, builder, args[0]).data
+        return builder.atomic_rmw("add", data, ir.Constant(ir.IntType(64), 1), "monotonic")
+
+    return types.int64(counter), codegen
+
+
 @_parallel_jit
 def _flash(q, k, v, q_index, k_index, v_index, t_k, scale, causal, offset, block_q, block_k, out, lse,
-           shape, profiling, cycles):
-    """prange over (batch, query block); batch b reads q[q_index[b]], k[k_index[b]], v[v_index[b]]."""
-    t_q = q.shape[1]
+           shape, threads, profiling, cycles):
+    """Tasks (batch entry, query block) from a shared counter; batch b reads q[q_index[b]], k[k_index[b]], v[v_index[b]].
+
+    Each thread takes the next task when it finishes one, so a thread on a slower or busier
+    core simply does fewer. With causal the blocks go from the last (most keys) to the first.
+    """
+    t_q, n_batch = q.shape[1], q_index.shape[0]
     n_blocks = (t_q + block_q - 1) // block_q
-    for task in prange(q_index.shape[0] * n_blocks):
-        # blocks in the order 0, n-1, 1, n-2, ...: prange hands each thread a contiguous
-        # run of tasks, and with causal each run then gets as many keys as the others
-        b, i = task // n_blocks, task % n_blocks
-        q0 = (i // 2 if i % 2 == 0 else n_blocks - 1 - i // 2) * block_q
-        q1 = min(q0 + block_q, t_q)
-        _flash_block(
-            q[q_index[b], q0:q1], k[k_index[b]], v[v_index[b]], t_k, q0, scale, causal, offset,
-            block_k, out[b, q0:q1], lse[b, q0:q1], shape, profiling, cycles[task],
-        )
+    n_tasks = n_batch * n_blocks
+    counter = np.zeros(1, np.int64)
+    for _ in prange(threads):  # one iteration per thread
+        task = _take_next(counter)
+        while task < n_tasks:
+            rank, b = task // n_batch, task % n_batch
+            q0 = (n_blocks - 1 - rank if causal else rank) * block_q
+            q1 = min(q0 + block_q, t_q)
+            _flash_block(
+                q[q_index[b], q0:q1], k[k_index[b]], v[v_index[b]], t_k, q0, scale, causal, offset,
+                block_k, out[b, q0:q1], lse[b, q0:q1], shape, profiling, cycles[task],
+            )
+            task = _take_next(counter)
 
 
 def _compute_dtype(dtype):
@@ -720,11 +759,11 @@ BLOCK_K = 128  # keys per tile
 
 
 def default_block_q(n_batch, t_q, causal, *, threads=None, path=None, dtype=np.float32, t_k=None):
-    """The block_q that flash_attention picks: a whole number of panels (nr queries each,
-    at most MAX_PANELS) that minimises the work of the busiest thread, counted in key
-    panels visited plus STREAM_COST per key for reading the tiles (with causal, a block
-    sees the keys up to its last query), when prange gives each thread a contiguous run
-    of tasks in the kernel's order 0, n-1, 1, n-2, ... Ties go to the larger block (fewer tasks). threads: Numba's thread count if None."""
+    """The block_q that flash_attention picks: a whole number of panels (nr queries each, at
+    most MAX_PANELS) that minimises the time of a call when the tasks are taken from a queue
+    in the kernel's order (see _queue_time). A task's work is counted in key panels visited
+    plus STREAM_COST per key for reading the tiles (with causal, a block sees the keys up to
+    its last query). Ties go to the larger block. threads: Numba's thread count if None."""
     threads = numba.get_num_threads() if threads is None else threads
     return _block_q(n_batch, t_q, bool(causal), threads, _resolve_path(path), np.dtype(_compute_dtype(dtype)),
                     t_q if t_k is None else t_k)
@@ -738,21 +777,35 @@ def _block_q(n_batch, t_q, causal, threads, path, dtype, t_k):
     best = None
     for size in range(min(MAX_PANELS, panels), 0, -1):
         n_blocks = -(-panels // size)
-        cost = []
-        for i in range(n_blocks):
-            b = i // 2 if i % 2 == 0 else n_blocks - 1 - i // 2  # the kernel's order
-            rows = min(size * nr, t_q - b * size * nr)
-            keys = min(t_k, (b * size * nr + rows) + t_k - t_q) if causal else t_k
-            cost.append(n_batch * (-(-rows // nr) + STREAM_COST) * max(keys, 0))
-        tasks = n_blocks * n_batch
-        run = -(-tasks // threads)
-        per_task = [cost[task % n_blocks] for task in range(tasks)]
-        busiest = max(sum(per_task[t * run:(t + 1) * run]) for t in range(threads))
-        if best is None or busiest < best[0] * 0.99:
-            best = (busiest, size)
+        work = []
+        for rank in range(n_blocks):
+            block = n_blocks - 1 - rank if causal else rank  # the kernel's order
+            rows = min(size * nr, t_q - block * size * nr)
+            keys = min(t_k, block * size * nr + rows + t_k - t_q) if causal else t_k
+            work += [(-(-rows // nr) + STREAM_COST) * max(keys, 0)] * n_batch
+        time = sum(_queue_time(work, speeds) for speeds in _core_speeds(threads))
+        if best is None or time < best[0] * 0.99:
+            best = (time, size)
     return best[1] * nr
 
 
+def _queue_time(work, speeds):
+    """When the last of the tasks ends if each thread, as it finishes one, takes the next:
+    work in queue order, speeds[t] = the work thread t does per unit of time."""
+    free = [(0.0, t) for t in range(len(speeds))]
+    for w in work:
+        start, t = heapq.heappop(free)
+        heapq.heappush(free, (start + w / speeds[t], t))
+    return max(end for end, _ in free)
+
+
+def _core_speeds(threads):
+    """The cases a block size is chosen for: equal cores, and one core SLOW_CORE times as fast
+    as the others (on a shared machine one core often is; measured on the course machine)."""
+    return [(1.0,) * threads, (SLOW_CORE,) + (1.0,) * (threads - 1)]
+
+
+SLOW_CORE = 0.75
 MAX_PANELS = 12
 # a task reads its key tiles from memory once for all its panels: that costs about as much
 # as computing one more panel (measured: blocks of one panel ran about 1.4 times slower)
@@ -782,7 +835,7 @@ def _prepare(q, k, v, causal, block_q, block_k, scale, path):
     out = np.empty((q_index.size, t_q, d_v), work)
     lse = np.empty((q_index.size, t_q), work)
     arguments = (q, k, v, q_index, k_index, v_index, t_k, work(scale * LOG2E), offset is not None, offset or 0,
-                 block_q, block_k, out, lse, shape)
+                 block_q, block_k, out, lse, shape, numba.get_num_threads())
     return arguments, (batch, t_q, d_v, dtype)
 
 

@@ -100,6 +100,63 @@ def test_float32_error_against_float64(path):
 
 @pytest.mark.parametrize("path", PATHS)
 @pytest.mark.parametrize("dtype", DTYPES)
+def test_tiny_weights_are_accurate_or_zero(path, dtype):
+    """Two keys with scores 0 and -x: the weight of the second, e^-x / (1 + e^-x), stays within a
+    few eps of exact down to the bottom of the normal range, and below it is 0 or tiny, never NaN.
+    This is the kernel's vector 2^x (vscalefps on AVX-512, exponent bits elsewhere) at its ends."""
+    info = np.finfo(dtype)
+    normal = np.arange(450) < 400
+    x = np.concatenate([np.linspace(0, -np.log(info.tiny) - 1, 400), np.linspace(-np.log(info.tiny) + 1, 2000, 50)])
+    q = np.ones((x.size, 1, 1), dtype)
+    k = np.stack([np.zeros_like(x), -x], axis=-1)[..., None].astype(dtype)
+    v = np.broadcast_to(np.array([[0.0], [1.0]], dtype), (x.size, 2, 1))
+    exact = np.exp(-x) / (1 + np.exp(-x))
+    out = jit.flash_attention(q, k, v, scale=1.0, path=path)[:, 0, 0].astype(np.float64)
+    relative = np.abs(out[normal] / exact[normal] - 1)
+    assert np.all(relative <= 8 * info.eps * (1 + x[normal])), relative.max()  # the score -x is rounded
+    assert np.all((out[~normal] >= 0) & (out[~normal] <= 2 * info.tiny))
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_the_task_queue_gives_the_same_bits_on_any_number_of_threads(threads):
+    """Tasks come from a shared counter; whichever thread runs a block computes it the same way."""
+    import numba
+
+    rng = np.random.default_rng(5)
+    q, k, v = (rng.standard_normal((3, 2, 500, 16), dtype=np.float32) for _ in range(3))
+    expected = {causal: jit.flash_attention(q, k, v, causal=causal, block_q=48) for causal in (False, True)}
+    before = numba.get_num_threads()
+    numba.set_num_threads(min(threads, numba.config.NUMBA_NUM_THREADS))
+    try:
+        for causal in (False, True):
+            for _ in range(3):
+                np.testing.assert_array_equal(jit.flash_attention(q, k, v, causal=causal, block_q=48), expected[causal])
+    finally:
+        numba.set_num_threads(before)
+
+
+def test_queue_time_is_list_scheduling():
+    """_queue_time against a hand count: each task goes to the thread that is free first."""
+    assert jit._queue_time([4, 3, 2, 2, 1], (1.0, 1.0)) == 6  # 4+2 and 3+2+1
+    assert jit._queue_time([4, 4], (1.0, 0.5)) == 8  # the slow thread takes its task at time 0
+    assert jit._queue_time([4, 4, 4], (1.0, 0.5)) == 8  # the fast one does two
+
+
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("n", [48, 1000, 4096, 16384])
+def test_default_block_q_is_a_whole_number_of_panels_and_balances_the_queue(causal, n):
+    """The chosen block ends within one task of a perfect share on equal cores."""
+    nr = jit.PATHS["avx512"].nr(4)
+    block_q = jit.default_block_q(1, n, causal, threads=2, path="avx512")
+    assert block_q % nr == 0 and nr <= block_q <= jit.MAX_PANELS * nr
+    n_blocks = -(-n // block_q)
+    work = [min(n, (b + 1) * block_q) if causal else min(block_q, n - b * block_q) * n for b in range(n_blocks)]
+    order = sorted(work, reverse=True) if causal else work
+    assert jit._queue_time(order, (1.0, 1.0)) <= sum(work) / 2 + max(work)
+
+
+@pytest.mark.parametrize("path", PATHS)
+@pytest.mark.parametrize("dtype", DTYPES)
 def test_fully_masked_rows_are_exact_zeros(path, dtype):
     """bottom_right with T_q > T_k: the first T_q - T_k queries see no key at all."""
     rng = np.random.default_rng(1)
