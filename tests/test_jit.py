@@ -135,11 +135,11 @@ def test_the_task_queue_gives_the_same_bits_on_any_number_of_threads(threads):
         numba.set_num_threads(before)
 
 
-def test_queue_time_is_list_scheduling():
-    """_queue_time against a hand count: each task goes to the thread that is free first."""
-    assert jit._queue_time([4, 3, 2, 2, 1], (1.0, 1.0)) == 6  # 4+2 and 3+2+1
-    assert jit._queue_time([4, 4], (1.0, 0.5)) == 8  # the slow thread takes its task at time 0
-    assert jit._queue_time([4, 4, 4], (1.0, 0.5)) == 8  # the fast one does two
+def testqueue_time_is_list_scheduling():
+    """queue_time against a hand count: each task goes to the thread that is free first."""
+    assert jit.queue_time([4, 3, 2, 2, 1], (1.0, 1.0)) == 6  # 4+2 and 3+2+1
+    assert jit.queue_time([4, 4], (1.0, 0.5)) == 8  # the slow thread takes its task at time 0
+    assert jit.queue_time([4, 4, 4], (1.0, 0.5)) == 8  # the fast one does two
 
 
 @pytest.mark.parametrize("causal", [False, True])
@@ -152,7 +152,7 @@ def test_default_block_q_is_a_whole_number_of_panels_and_balances_the_queue(caus
     n_blocks = -(-n // block_q)
     work = [min(n, (b + 1) * block_q) if causal else min(block_q, n - b * block_q) * n for b in range(n_blocks)]
     order = sorted(work, reverse=True) if causal else work
-    assert jit._queue_time(order, (1.0, 1.0)) <= sum(work) / 2 + max(work)
+    assert jit.queue_time(order, (1.0, 1.0)) <= sum(work) / 2 + max(work)
 
 
 @pytest.mark.parametrize("path", PATHS)
@@ -343,6 +343,25 @@ def test_bad_inputs_raise():
         jit.softmax(np.array([1.0, np.nan]))
     with pytest.raises(ValueError):
         jit.exp(np.arange(3))
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    dtype=st.sampled_from([np.float16, np.float32, np.float64]),
+    argument=st.sampled_from("qkv"),
+    bad=st.sampled_from([np.nan, np.inf, -np.inf]),
+    transposed=st.booleans(),
+    where=st.integers(0, 8 * 40 - 1),
+)
+def test_every_nan_or_inf_is_named(dtype, argument, bad, transposed, where):
+    """The kernel's compiled finiteness check (C-contiguous float32/64) and NumPy's (the rest)
+    both reject a single bad entry anywhere, and the message names the argument."""
+    arrays = {name: np.ones((40, 8), dtype) for name in "qkv"}
+    arrays[argument].flat[where] = bad
+    if transposed:
+        arrays = {name: np.ascontiguousarray(x.T).T for name, x in arrays.items()}
+    with pytest.raises(ValueError, match=f"^{argument} must be finite"):
+        jit.flash_attention(arrays["q"], arrays["k"], arrays["v"])
 
 
 def run_python(code, **env):
