@@ -691,8 +691,9 @@ def _flash_block(q, k, v, t_k, q0, scale, causal, offset, block_k, out, lse, sha
         p, c0 = i // nr, i % nr
         seen = l[p, c0] > 0
         lse[i] = m[p, c0] * LN2 + np.log(l[p, c0]) if seen else -np.inf
+        inverse = 1 / l[p, c0] if seen else 0  # one division per query, not per output
         for c in range(d_v):
-            out[i, c] = acc_t[p, c, c0] / l[p, c0] if seen else 0
+            out[i, c] = acc_t[p, c, c0] * inverse
     _tick(profiling, cycles, 5, start)
 
 
