@@ -52,6 +52,7 @@ import functools
 import heapq
 import math
 import os
+from typing import NamedTuple
 
 try:
     import numba
@@ -63,7 +64,7 @@ from numba import prange, types
 from numba.core import cgutils
 from numba.extending import NativeValue, intrinsic, models, overload, register_model, typeof_impl, unbox
 
-from ._checks import all_finite, as_float_array, check_qkv, leading_shape, positive_int, require_ndim, resolve_scale
+from ._checks import as_float_array, check_qkv, leading_shape, positive_int, require_ndim, resolve_scale
 from .flash import causal_offset
 
 FASTMATH = {"contract"}
@@ -710,6 +711,14 @@ def _take_next(typingctx, counter):
     return types.int64(counter), codegen
 
 
+@_jit
+def _share_sum_of_differences(x, part, parts):
+    """_sum_of_differences of part `part` of `parts` equal slices of the entries of x (C-contiguous)."""
+    flat = x.reshape(x.size)
+    size = (flat.size + parts - 1) // parts
+    return _sum_of_differences(flat[part * size:(part + 1) * size])
+
+
 @_parallel_jit
 def _flash(q, k, v, q_index, k_index, v_index, t_k, scale, causal, offset, block_q, block_k, out, lse,
            shape, threads, profiling, cycles):
@@ -717,12 +726,17 @@ def _flash(q, k, v, q_index, k_index, v_index, t_k, scale, causal, offset, block
 
     Each thread takes the next task when it finishes one, so a thread on a slower or busier
     core simply does fewer. With causal the blocks go from the last (most keys) to the first.
+    Each thread first sums x - x over its share of q, k and v: returns True if an entry is
+    NaN or +-inf (then the results are not to be used).
     """
     t_q, n_batch = q.shape[1], q_index.shape[0]
     n_blocks = (t_q + block_q - 1) // block_q
     n_tasks = n_batch * n_blocks
     counter = np.zeros(1, np.int64)
-    for _ in prange(threads):  # one iteration per thread
+    differences = 0.0
+    for thread in prange(threads):  # one iteration per thread
+        differences += (_share_sum_of_differences(q, thread, threads) + _share_sum_of_differences(k, thread, threads)
+                        + _share_sum_of_differences(v, thread, threads))
         task = _take_next(counter)
         while task < n_tasks:
             rank, b = task // n_batch, task % n_batch
@@ -733,6 +747,7 @@ def _flash(q, k, v, q_index, k_index, v_index, t_k, scale, causal, offset, block
                 block_k, out[b, q0:q1], lse[b, q0:q1], shape, profiling, cycles[task],
             )
             task = _take_next(counter)
+    return differences != 0
 
 
 def _compute_dtype(dtype):
@@ -740,22 +755,25 @@ def _compute_dtype(dtype):
     return np.float64 if dtype == np.float64 else np.float32
 
 
-def _flatten(x, batch, dtype, rows=None, cols=None):
-    """x (*lead, T, d) -> (its own flattened leading dims, T, d) and the index of each batch entry.
-
-    Broadcast leading dims are not copied: batch entry b reads x[index[b]]. With rows
-    (cols), T (d) is zero-padded to that many (a copy only when a shape changes).
-    """
-    lead, count = x.shape[:-2], math.prod(x.shape[:-2])
-    index = np.arange(count) if lead == tuple(batch) else np.broadcast_to(
-        np.arange(count).reshape(lead), batch).flatten()
-    x = x.reshape(count, *x.shape[-2:])
+def _flatten(x, dtype, rows=None, cols=None):
+    """x (*lead, T, d) -> (its own flattened leading dims, T, d), C-contiguous in dtype; with
+    rows (cols), T (d) zero-padded to that many. A copy only when a dtype, layout or shape changes."""
+    x = x.reshape(math.prod(x.shape[:-2]), *x.shape[-2:])
     shape = (x.shape[0], rows or x.shape[1], cols or x.shape[2])
     if shape == x.shape:
-        return np.require(x, dtype, "CW"), index
+        return np.require(x, dtype, "CW")
     padded = np.zeros(shape, dtype)
     padded[:, : x.shape[1], : x.shape[2]] = x
-    return padded, index
+    return padded
+
+
+def _batch_index(lead, batch):
+    """Which entry of x's flattened leading dims lead each batch entry reads: broadcast
+    leading dims are not copied."""
+    count = math.prod(lead)
+    if lead == tuple(batch):
+        return np.arange(count)
+    return np.broadcast_to(np.arange(count).reshape(lead), batch).flatten()
 
 
 BLOCK_K = 128  # keys per tile
@@ -825,19 +843,32 @@ def _sum_of_differences(x):
     return total
 
 
-def _all_finite(x):
-    """all_finite, compiled for C-contiguous float32 and float64 (a few microseconds instead of tens)."""
-    if x.dtype in (np.float32, np.float64) and x.flags.c_contiguous:
-        return bool(_sum_of_differences(x.reshape(-1)) == 0)
-    return all_finite(x)
+class _Layout(NamedTuple):
+    """What a call of flash_attention does that depends only on shapes, dtypes and settings."""
+    batch: tuple  # the broadcast leading dims
+    t_q: int
+    d_v: int
+    dtype: np.dtype  # of the results
+    work: type  # the kernel's float type
+    k_rows: int  # k zero-padded to this many keys
+    v_cols: int  # v zero-padded to this many columns
+    indices: tuple  # q_index, k_index, v_index (see _batch_index)
+    settings: tuple  # the kernel's arguments t_k, scale (log2 units), causal, offset, block_q, block_k
+    shape: TileShape
+    threads: int
 
 
-def _prepare(q, k, v, causal, block_q, block_k, scale, path):
-    """Check and lay out the arguments of flash_attention: the kernel's arguments, and how to
-    turn its results back into the caller's shapes."""
-    q, k, v = check_qkv(q, k, v, finite=_all_finite)
+def _checked_by_the_kernel(x):
+    """The finiteness check that check_qkv does not do here: every thread of _flash sums
+    x - x over its share of q, k and v, and flash_attention then names the bad entry."""
+    return True
+
+
+def _layout(q, k, v, causal, block_q, block_k, scale, path):
+    """Every check of flash_attention's arguments but finiteness, and the _Layout of the call."""
+    q, k, v = check_qkv(q, k, v, finite=_checked_by_the_kernel)
     batch = leading_shape(q=q, k=k, v=v)
-    t_q, t_k = q.shape[-2], k.shape[-2]
+    t_q, t_k, d_v = q.shape[-2], k.shape[-2], v.shape[-1]
     offset = causal_offset(causal, t_q, t_k)
     shape = PATHS[_resolve_path(path)]
     dtype = np.result_type(q, k, v)
@@ -846,17 +877,66 @@ def _prepare(q, k, v, causal, block_q, block_k, scale, path):
         block_q = default_block_q(math.prod(batch), t_q, offset is not None, path=shape.name, dtype=work, t_k=t_k)
     block_q, block_k = positive_int("block_q", block_q), positive_int("block_k", block_k)
     scale = resolve_scale(scale, q.shape[-1])
-    d_v = v.shape[-1]
-    q, q_index = _flatten(q, batch, work)
     # a key tile's rows are computed mr at a time: up to mr - 1 rows past t_k
     k_rows = _round_up(t_k, shape.mr) if block_k % shape.mr == 0 else t_k + shape.mr - 1
-    k, k_index = _flatten(k, batch, work, rows=k_rows)
-    v, v_index = _flatten(v, batch, work, cols=_round_up(d_v, shape.mr))
-    out = np.empty((q_index.size, t_q, d_v), work)
-    lse = np.empty((q_index.size, t_q), work)
-    arguments = (q, k, v, q_index, k_index, v_index, t_k, work(scale * LOG2E), offset is not None, offset or 0,
-                 block_q, block_k, out, lse, shape, numba.get_num_threads())
-    return arguments, (batch, t_q, d_v, dtype)
+    return _Layout(batch, t_q, d_v, dtype, work, k_rows, _round_up(d_v, shape.mr),
+                   tuple(_batch_index(x.shape[:-2], batch) for x in (q, k, v)),
+                   (t_k, work(scale * LOG2E), offset is not None, offset or 0, block_q, block_k),
+                   shape, numba.get_num_threads())
+
+
+def _layout_key(q, k, v, *settings):
+    """The key of a call in _LAYOUTS: shapes, dtypes, settings (each with its type: True
+    and 1 are different causal arguments), the path and the thread count; None when an
+    argument is not an ndarray or a setting is not hashable."""
+    if not type(q) is type(k) is type(v) is np.ndarray:
+        return None
+    key = (q.shape, q.dtype, k.shape, k.dtype, v.shape, v.dtype, *((type(x), x) for x in settings),
+           os.environ.get(ENV_PATH), numba.get_num_threads())
+    try:
+        hash(key)
+    except TypeError:
+        return None
+    return key
+
+
+_LAYOUTS = {}
+MAX_LAYOUTS = 256
+
+
+def _prepare(q, k, v, causal, block_q, block_k, scale, path):
+    """The kernel's arguments for a call of flash_attention, and its _Layout.
+
+    The _Layout of each combination of shapes, dtypes and settings is worked out once
+    and remembered, so a repeated call only reshapes its arrays and allocates the results:
+    Python run right after a kernel call is slow (its caches are cold), and at N = 1024
+    the checks took a tenth of the call.
+    """
+    key = _layout_key(q, k, v, causal, block_q, block_k, scale, path)
+    layout = _LAYOUTS.get(key)
+    if layout is None:
+        layout = _layout(q, k, v, causal, block_q, block_k, scale, path)
+        if key is not None:
+            if len(_LAYOUTS) >= MAX_LAYOUTS:
+                _LAYOUTS.clear()
+            _LAYOUTS[key] = layout
+    q = _flatten(np.asarray(q), layout.work)
+    k = _flatten(np.asarray(k), layout.work, rows=layout.k_rows)
+    v = _flatten(np.asarray(v), layout.work, cols=layout.v_cols)
+    count = layout.indices[0].size
+    out = np.empty((count, layout.t_q, layout.d_v), layout.work)
+    lse = np.empty((count, layout.t_q), layout.work)
+    return (q, k, v, *layout.indices, *layout.settings, out, lse, layout.shape, layout.threads), layout
+
+
+def _run(arguments, profiling, q, k, v):
+    """Run the kernel on arguments from _prepare(q, k, v, ...); return its cycle counts.
+
+    If it met a NaN or inf, check_qkv names the argument and the entry."""
+    cycles = _cycle_counts(arguments)
+    if _flash(*arguments, profiling, cycles):
+        check_qkv(q, k, v)
+    return cycles
 
 
 def flash_attention(q, k, v, *, causal=False, block_q=None, block_k=BLOCK_K, scale=None, return_lse=False,
@@ -871,11 +951,11 @@ def flash_attention(q, k, v, *, causal=False, block_q=None, block_k=BLOCK_K, sca
     path: "avx512", "avx2", "portable" or "loops" forces a micro-kernel (see the
     module docstring); None takes ATTNCORE_JIT_PATH, else the host CPU's.
     """
-    arguments, (batch, t_q, d_v, dtype) = _prepare(q, k, v, causal, block_q, block_k, scale, path)
-    _flash(*arguments, False, _cycle_counts(arguments))
+    arguments, layout = _prepare(q, k, v, causal, block_q, block_k, scale, path)
+    _run(arguments, False, q, k, v)
     out, lse = arguments[12], arguments[13]
-    out = out.reshape(*batch, t_q, d_v).astype(dtype, copy=False)
-    lse = lse.reshape(*batch, t_q).astype(dtype, copy=False)
+    out = out.reshape(*layout.batch, layout.t_q, layout.d_v).astype(layout.dtype, copy=False)
+    lse = lse.reshape(*layout.batch, layout.t_q).astype(layout.dtype, copy=False)
     return (out, lse) if return_lse else out
 
 
@@ -895,8 +975,7 @@ def profile(q, k, v, *, causal=False, block_q=None, block_k=BLOCK_K, scale=None,
     the share of the threads' total time. Same arguments as flash_attention.
     """
     arguments, _ = _prepare(q, k, v, causal, block_q, block_k, scale, path)
-    cycles = _cycle_counts(arguments)
-    _flash(*arguments, True, cycles)
+    cycles = _run(arguments, True, q, k, v)
     total = cycles.sum(axis=0)
     return dict(zip(PHASES, (total / max(total.sum(), 1)).tolist()))
 

@@ -14,6 +14,8 @@ from hypothesis import strategies as st
 
 pytest.importorskip("numba")
 
+import numba  # noqa: E402
+
 import attncore  # noqa: E402
 from attncore import jit, masks  # noqa: E402
 
@@ -345,6 +347,36 @@ def test_bad_inputs_raise():
         jit.exp(np.arange(3))
 
 
+def test_a_remembered_layout_keeps_every_check(monkeypatch):
+    """A call with the shapes and settings of an earlier one reuses its layout (jit._LAYOUTS),
+    but an argument of another type or value is still checked, and the path and thread
+    count of this call are the ones used."""
+    x = np.random.default_rng(7).standard_normal((2, 40, 8)).astype(np.float32)
+    for causal, scale, block_q in ((True, 1.0, None), (False, 0.5, 48)):
+        first = jit.flash_attention(x, x, x, causal=causal, scale=scale, block_q=block_q)
+        again = jit.flash_attention(x, x, x, causal=causal, scale=scale, block_q=block_q)
+        np.testing.assert_array_equal(first, again)
+    with pytest.raises(ValueError, match="causal must be"):
+        jit.flash_attention(x, x, x, causal=1, scale=1.0)
+    with pytest.raises(ValueError, match="scale must be"):
+        jit.flash_attention(x, x, x, causal=True, scale=True)
+    with pytest.raises(ValueError, match="block_q"):
+        jit.flash_attention(x, x, x, scale=0.5, block_q=48.0)
+    with pytest.raises(ValueError, match="^k must be finite"):
+        jit.flash_attention(x, np.where(x > 2, np.inf, x), x, causal=True, scale=1.0)
+    expected = jit.flash_attention(x, x, x, path="loops")
+    monkeypatch.setenv(jit.ENV_PATH, "loops")
+    assert jit._prepare(x, x, x, False, None, jit.BLOCK_K, None, None)[1].shape.name == "loops"
+    np.testing.assert_array_equal(jit.flash_attention(x, x, x), expected)
+    threads = numba.get_num_threads()
+    try:
+        numba.set_num_threads(1)
+        assert jit._prepare(x, x, x, False, None, jit.BLOCK_K, None, None)[1].threads == 1
+        np.testing.assert_array_equal(jit.flash_attention(x, x, x), expected)
+    finally:
+        numba.set_num_threads(threads)
+
+
 @settings(max_examples=60, deadline=None)
 @given(
     dtype=st.sampled_from([np.float16, np.float32, np.float64]),
@@ -354,8 +386,9 @@ def test_bad_inputs_raise():
     where=st.integers(0, 8 * 40 - 1),
 )
 def test_every_nan_or_inf_is_named(dtype, argument, bad, transposed, where):
-    """The kernel's compiled finiteness check (C-contiguous float32/64) and NumPy's (the rest)
-    both reject a single bad entry anywhere, and the message names the argument."""
+    """The kernel's finiteness check (each thread sums x - x over its share of q, k and v,
+    after any copy to float32 or float64) finds a single bad entry anywhere, in any dtype
+    and layout, and the message names the argument."""
     arrays = {name: np.ones((40, 8), dtype) for name in "qkv"}
     arrays[argument].flat[where] = bad
     if transposed:
