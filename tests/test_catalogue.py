@@ -62,7 +62,8 @@ REQUIRED = {
                       "HF mask polarity read as True = blocked",
                       "the mask applied to queries instead of keys",
                       "scale by the hidden size instead of the head size",
-                      "output projection forgotten", "softmax over the wrong axis"],
+                      "output projection forgotten", "softmax over the wrong axis",
+                      "input modified in place"],
 }
 
 

@@ -1,11 +1,14 @@
 """attncore.grading's engine, without nbgrader: messages, the catalogue vocabulary, same()."""
+import copy
+
 import numpy as np
 import pytest
 
 import attncore
+from attncore.bert import AttentionWeights
 from attncore.grading import check
 from attncore.grading.engine import FeedbackError, FunctionSpec, Misconception
-from attncore.grading.engine.probe import recognise_error, same
+from attncore.grading.engine.probe import _modified, recognise_error, same
 
 
 def correct_scores(Q, K):
@@ -86,3 +89,25 @@ def test_same_matches_shapes_values_and_nan():
     assert not same(np.array([1.0]), np.array([1.1]))
     assert same(np.float32(1.0) + np.float32(1e-4), np.float32(1.0))  # within float32 tolerance
     assert not same([[1, 2], [3]], np.zeros(2))  # ragged: never equal
+
+
+def test_modified_names_every_changed_part_of_an_argument():
+    """In-place changes are found inside the weights of a layer, lists, tuples and dicts,
+    and named down to the field or item; a copy with equal values (NaN included) is unchanged."""
+    rng = np.random.default_rng(0)
+    fields = {name: rng.standard_normal((4, 4) if name.startswith("W") else 4)
+              for name in ("W_q", "b_q", "W_k", "b_k", "W_v", "b_v", "W_o", "b_o")}
+    weights = AttentionWeights(**fields, n_heads=2)
+    after = copy.deepcopy(weights)
+    assert _modified("weights", weights, after) == []
+    after.W_q[0, 0] += 1
+    after.b_k[:] = 0
+    assert _modified("weights", weights, after) == ["weights.W_q", "weights.b_k"]
+    nested = {"x": [np.array([1.0, np.nan]), (np.zeros(2), 3)], "y": "text"}
+    changed = copy.deepcopy(nested)
+    assert _modified("arg", nested, changed) == []
+    changed["x"][1][0][1] = 5
+    assert _modified("arg", nested, changed) == ["arg['x'][1][0]"]
+    assert _modified("arg", [1, 2], [1]) == ["arg"]
+    assert _modified("x", np.zeros(3), np.zeros((3, 1))) == ["x"]
+    assert _modified("n", 3, 4) == []  # numbers are passed by value

@@ -402,4 +402,36 @@ def layer_attention(hidden, weights, attention_mask):
     merged = (A @ v).transpose(0, 2, 1, 3).reshape(B, T, D)
     return merged @ weights.W_o + weights.b_o, A
 '''),
+    # input modified in place: the scale folded into the caller's weights (a second call
+    # with the same weights would scale twice)
+    Wrong("layer_attention", "input modified in place", '''
+def layer_attention(hidden, weights, attention_mask):
+    B, T, D = hidden.shape
+    H = weights.n_heads
+    W_q, b_q = weights.W_q, weights.b_q
+    W_q /= np.sqrt(D // H)   # fold 1/sqrt(d) into the query projection
+    b_q /= np.sqrt(D // H)
+    q = split_heads(hidden @ W_q + b_q, H)
+    k = split_heads(hidden @ weights.W_k + weights.b_k, H)
+    v = split_heads(hidden @ weights.W_v + weights.b_v, H)
+    scores = q @ k.transpose(0, 1, 3, 2)
+    A = softmax(scores, mask=attention_mask[:, None, None, :] == 1)
+    merged = (A @ v).transpose(0, 2, 1, 3).reshape(B, T, D)
+    return merged @ weights.W_o + weights.b_o, A
+'''),
+    Wrong("layer_attention", "input modified in place", '''
+def layer_attention(hidden, weights, attention_mask):
+    B, T, D = hidden.shape
+    H = weights.n_heads
+    d = D // H
+    for W, b in ((weights.W_q, weights.b_q), (weights.W_k, weights.b_k)):
+        W *= d ** -0.25   # half of the scale on each side
+        b *= d ** -0.25
+    q = split_heads(hidden @ weights.W_q + weights.b_q, H)
+    k = split_heads(hidden @ weights.W_k + weights.b_k, H)
+    v = split_heads(hidden @ weights.W_v + weights.b_v, H)
+    A = softmax(q @ k.transpose(0, 1, 3, 2), mask=attention_mask[:, None, None, :] == 1)
+    merged = (A @ v).transpose(0, 2, 1, 3).reshape(B, T, D)
+    return merged @ weights.W_o + weights.b_o, A
+'''),
 ]

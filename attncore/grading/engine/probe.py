@@ -10,6 +10,7 @@ output (the effective scale factor, the pattern of damage in the rows).
 """
 import contextlib
 import copy
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -256,8 +257,8 @@ def _diagnose(spec, case, pristine, outcome, expected):
     memory, then the catalogue of misconceptions, then a generic description.
     """
     got = outcome.returned
-    modified = [name for name in pristine
-                if not _unchanged(pristine[name], outcome.arguments_after.get(name))]
+    modified = [part for name in pristine
+                for part in _modified(name, pristine[name], outcome.arguments_after.get(name))]
     if modified:
         return (INPUT_MODIFIED,
                 f"After the call, {', '.join(modified)} no longer held what was passed in.",
@@ -354,8 +355,25 @@ def _generic_several(got, expected):
     return ("wrong values", "No known mistake matches exactly.", "")
 
 
-def _unchanged(before, after):
+def _modified(name, before, after):
+    """The parts of argument `name` the call changed: name itself for an array, name.W_q for
+    a field of the weights of a layer (any dataclass), name[i] for an item of a list, tuple
+    or dict; [] if none. Other values (numbers, strings, functions) cannot change here."""
     if isinstance(before, np.ndarray):
-        return isinstance(after, np.ndarray) and before.shape == after.shape and np.array_equal(
+        same = isinstance(after, np.ndarray) and before.shape == after.shape and np.array_equal(
             before, after, equal_nan=True)
-    return True
+        return [] if same else [name]
+    if dataclasses.is_dataclass(before) and not isinstance(before, type):
+        if type(after) is not type(before):
+            return [name]
+        return [part for f in dataclasses.fields(before)
+                for part in _modified(f"{name}.{f.name}", getattr(before, f.name), getattr(after, f.name))]
+    if isinstance(before, (list, tuple)):
+        if type(after) is not type(before) or len(after) != len(before):
+            return [name]
+        return [part for i, (b, a) in enumerate(zip(before, after)) for part in _modified(f"{name}[{i}]", b, a)]
+    if isinstance(before, dict):
+        if not isinstance(after, dict) or after.keys() != before.keys():
+            return [name]
+        return [part for key, b in before.items() for part in _modified(f"{name}[{key!r}]", b, after[key])]
+    return []
