@@ -113,6 +113,23 @@ def grouped_query_attention(Q, K, V):
     E = np.exp(S - S.max())
     return E / E.sum(-1, keepdims=True) @ np.repeat(V, G, axis=0)
 '''),
+    # weights transposed in the output (A^T V)
+    Wrong("grouped_query_attention", "weights transposed in the output (A^T V)", '''
+def grouped_query_attention(Q, K, V):
+    G = Q.shape[0] // K.shape[0]
+    out = []
+    for h in range(Q.shape[0]):
+        A = softmax(Q[h] @ K[h // G].T / np.sqrt(Q.shape[-1]))
+        out.append(A.T @ V[h // G])
+    return np.stack(out)
+'''),
+    Wrong("grouped_query_attention", "weights transposed in the output (A^T V)", '''
+def grouped_query_attention(Q, K, V):
+    G = Q.shape[0] // K.shape[0]
+    K, V = np.repeat(K, G, axis=0), np.repeat(V, G, axis=0)
+    A = softmax(np.einsum("hqd,hkd->hqk", Q, K) / np.sqrt(Q.shape[-1]))
+    return np.einsum("hqk,hqv->hkv", A, V)
+'''),
     # input modified in place
     Wrong("grouped_query_attention", "input modified in place", '''
 def grouped_query_attention(Q, K, V):

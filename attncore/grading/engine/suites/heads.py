@@ -155,6 +155,13 @@ def _gqa_with(index=attncore.kv_head_map, softmax_fn=attncore.softmax,
     return run
 
 
+def _gqa_weights_transposed_in_output(Q, K, V):
+    """A^T V in every head: runs where T_q = T_k, raises numpy's matmul error elsewhere."""
+    kv = attncore.kv_head_map(Q.shape[0], K.shape[0])
+    A = attncore.softmax(Q @ np.swapaxes(K[kv], -1, -2) / np.sqrt(Q.shape[-1]))
+    return (np.swapaxes(A, -1, -2) @ V[kv]).astype(Q.dtype)
+
+
 def _heads_read(args, got):
     """For each query head, the kv head whose (correct) attention equals got[h], or None."""
     Q, K, V = args["Q"], args["K"], args["V"]
@@ -186,8 +193,13 @@ def _mapping_detect(expected_mapping):
 
 
 GQA_CASES = {
-    "basic": [Case("4 query heads over 2 kv heads, T_q = 2, T_k = 3, d = 4, d_v = 3",
-                   lambda: gqa(1, 4, 2, 2, 3, 4, 3))],
+    "basic": [
+        # square first: A^T V runs there, and shows what it computes
+        Case("4 query heads over 2 kv heads, T_q = 3, T_k = 3, d = 4, d_v = 2: square",
+             lambda: gqa(8, 4, 2, 3, 3, 4, 2)),
+        Case("4 query heads over 2 kv heads, T_q = 2, T_k = 3, d = 4, d_v = 3",
+             lambda: gqa(1, 4, 2, 2, 3, 4, 3)),
+    ],
     "hidden": [
         Case("multi-head: 3 query heads over 3 kv heads, T_q = 3, T_k = 4, d = 4, d_v = 2",
              lambda: gqa(2, 3, 3, 3, 4, 4, 2)),
@@ -221,6 +233,11 @@ GQA_MISCONCEPTIONS = [
         "heads share one kv head).",
         detect=_mapping_detect(None)),
     Misconception(GROUP_INVERTED, GROUP_INVERTED_FIX, on_error=_group_inverted_error),
+    Misconception("weights transposed in the output (A^T V)",
+                  "in every head, output row i is sum_j A[i, j] v_j, that is A @ V with A of shape "
+                  "(T_q, T_k); A.T @ V (or swapaxes(A, -1, -2) @ V) mixes the values with a column "
+                  "of A instead, and only runs when T_q = T_k.",
+                  variants=(_gqa_weights_transposed_in_output,)),
     *softmax_misconceptions(lambda fn: _gqa_with(softmax_fn=fn), axes=(-2, 0)),
     scale_misconception(lambda c: _gqa_with(factor=lambda d: c),
                         fix=SCALE_FIX.replace("d_k = Q.shape[-1]", "d = Q.shape[-1]")),
