@@ -1,4 +1,5 @@
 """The pieces of out-of-process grading: the wire format, observing one call, the worker."""
+import _tracemalloc
 import math
 import tracemalloc
 
@@ -80,11 +81,68 @@ def test_observe_trips_forbidden_calls_and_restores_them():
     assert attncore.softmax is original
 
 
-def test_observe_reports_unmeasured_memory_when_tracing_is_stopped():
-    seen = observe(lambda x: tracemalloc.stop() or x, {"x": np.zeros(3)}, measure_memory=True)
-    assert seen["peak_bytes"] is None
-    big = observe(lambda x: np.ones(1 << 20) + x, {"x": 0.0}, measure_memory=True)
-    assert big["peak_bytes"] >= 8 << 20
+MB8 = 8 << 20  # np.ones(1 << 20): 8 MB of float64
+
+
+def _allocate_then(call):
+    """A function that holds 8 MB for a moment, frees it, then calls call()."""
+    def function(x):
+        waste = np.ones(1 << 20)
+        del waste
+        call()
+        return x
+    return function
+
+
+TRACEMALLOC_CALLS = {
+    "stop": lambda: tracemalloc.stop(),
+    "reset_peak": lambda: tracemalloc.reset_peak(),
+    "clear_traces": lambda: tracemalloc.clear_traces(),
+    "stop, start": lambda: (tracemalloc.stop(), tracemalloc.start()),
+    "_tracemalloc.reset_peak": lambda: _tracemalloc.reset_peak(),
+    "_tracemalloc.stop": lambda: _tracemalloc.stop(),
+}
+
+
+@pytest.mark.parametrize("name", TRACEMALLOC_CALLS)
+def test_no_tracemalloc_call_of_the_function_lowers_the_peak_measured(name):
+    seen = observe(_allocate_then(TRACEMALLOC_CALLS[name]), {"x": 0.0}, measure_memory=True)
+    assert seen["raised"] is None and seen["peak_bytes"] >= MB8
+    assert not tracemalloc.is_tracing()
+    assert all(getattr(tracemalloc, n) is getattr(_tracemalloc, n) for n in ("stop", "reset_peak"))
+
+
+def test_names_imported_from_tracemalloc_are_redirected_too():
+    namespace = {"np": np}
+    exec("from tracemalloc import reset_peak\n"
+         "def function(x):\n"
+         "    waste = np.ones(1 << 20)\n"
+         "    del waste\n"
+         "    reset_peak()\n"
+         "    return x\n", namespace)
+    seen = observe(namespace["function"], {"x": 0.0}, measure_memory=True)
+    assert seen["peak_bytes"] >= MB8
+    assert namespace["reset_peak"] is _tracemalloc.reset_peak
+
+
+def test_the_function_sees_a_tracemalloc_of_its_own():
+    """A learner measuring their own function gets what tracemalloc would tell them alone."""
+    def measured(x):
+        assert not tracemalloc.is_tracing()
+        tracemalloc.start()
+        waste = np.ones(1 << 20)
+        current, peak = tracemalloc.get_traced_memory()
+        del waste
+        tracemalloc.reset_peak()
+        after = tracemalloc.get_traced_memory()
+        tracemalloc.stop()
+        return current, peak, after, tracemalloc.is_tracing(), tracemalloc.get_traced_memory()
+
+    seen = observe(measured, {"x": 0.0}, measure_memory=True)
+    current, peak, after, tracing, stopped = seen["returned"]
+    assert MB8 <= current <= peak < MB8 + (1 << 20) and after[1] < 1 << 20
+    assert (tracing, stopped) == (False, (0, 0))
+    assert seen["peak_bytes"] >= MB8
 
 
 def test_in_kernel_check_prints_notes_and_names_the_mistake(capsys):

@@ -7,8 +7,8 @@ import pytest
 import attncore
 from attncore.bert import AttentionWeights
 from attncore.grading import check
-from attncore.grading.engine import FeedbackError, FunctionSpec, Misconception
-from attncore.grading.engine.probe import _modified, recognise_error, same
+from attncore.grading.engine import SPECS, FeedbackError, FunctionSpec, Misconception, Outcome, run_suite
+from attncore.grading.engine.probe import MEMORY_UNMEASURED, _modified, recognise_error, same
 
 
 def correct_scores(Q, K):
@@ -111,3 +111,19 @@ def test_modified_names_every_changed_part_of_an_argument():
     assert _modified("arg", [1, 2], [1]) == ["arg"]
     assert _modified("x", np.zeros(3), np.zeros((3, 1))) == ["x"]
     assert _modified("n", 3, 4) == []  # numbers are passed by value
+
+
+def test_a_memory_case_without_a_measurement_is_not_passed():
+    """A reply that carries no peak (a worker whose measuring code was replaced) cannot pass
+    a memory case, and the feedback says that nothing was measured."""
+    spec = SPECS["flash_attention"]
+
+    def call(arguments, measure_memory):
+        returned = spec.reference(*arguments.values())
+        return Outcome(returned=returned, arguments_after=arguments,
+                       peak_bytes=None if measure_memory else 0)
+
+    assert run_suite(spec, "basic", call).passed
+    verdict = run_suite(spec, "memory", call)
+    assert not verdict.passed and MEMORY_UNMEASURED in verdict.message
+    assert "no measurement" in verdict.message

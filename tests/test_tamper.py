@@ -186,3 +186,28 @@ def test_every_attempt_scores_zero_through_nbgrader(tmp_path):
         feedback = assert_only_the_last_lost(
             points_by_function(course.grades(assignment, student), assignment), function, name)
         assert attempt(assignment, name)[1] in feedback, f"{name}:\n{feedback}"
+
+
+
+# Through tracemalloc: a flash_attention that builds the whole score matrix, then tries
+# to hide its peak from the memory suite: (imports at the top of the cell, the call).
+HIDE_THE_PEAK = {
+    "reset_peak": ("import tracemalloc\n", "tracemalloc.reset_peak()"),
+    "clear_traces": ("import tracemalloc\n", "tracemalloc.clear_traces()"),
+    "stop and start": ("import tracemalloc\n", "tracemalloc.stop(); tracemalloc.start()"),
+    "the C module": ("import _tracemalloc\n", "_tracemalloc.reset_peak()"),
+    "a name imported early": ("from tracemalloc import reset_peak\n", "reset_peak()"),
+}
+MATERIALISED = "the full (T_q, T_k) matrix materialised"
+
+
+@pytest.mark.parametrize("name", HIDE_THE_PEAK)
+def test_tracemalloc_calls_cannot_hide_the_peak(name):
+    imports, call = HIDE_THE_PEAK[name]
+    wrong = next(w for w in WRONG["05-flash"] if w.misconception == MATERIALISED)
+    source = imports + WRAPPER.format(wrong_source=wrong.source, function=wrong.function,
+                                      trick=f"    out = wrong(*args)\n    {call}\n    return out")
+    graded = verdicts(submission("05-flash", {wrong.function: source}), time_limit=TIME_LIMIT)
+    memory = [v for g, v in graded.items() if g.endswith("memory")]
+    assert memory and not any(v.passed for v in memory), name
+    assert all(MATERIALISED in v.message for v in memory), memory[0].message

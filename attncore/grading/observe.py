@@ -9,8 +9,10 @@ While the function runs:
   ForbiddenCall, in attncore and wherever the learner's module holds a copy;
 - warnings are recorded and printed output is captured: both become notes, never
   mistakes (a RuntimeWarning from log(0) is how the additive-mask idiom works);
-- allocations are traced with tracemalloc when memory is measured.
+- allocations are traced with tracemalloc when memory is measured; the function's own
+  calls of tracemalloc see a view of their own and cannot change the peak measured.
 """
+import _tracemalloc
 import contextlib
 import io
 import sys
@@ -34,7 +36,7 @@ def observe(function, arguments, forbidden=(), measure_memory=False):
     notes = []
     returned, raised = None, None
     with captured_as_notes(notes), _tripwires(forbidden, function), \
-            _peak_memory(measure_memory) as peak:
+            _peak_memory(measure_memory, function) as peak:
         try:
             returned = function(*arguments.values())
         except (Exception, SystemExit) as error:
@@ -142,23 +144,93 @@ def _tripwires(names, function):
             namespace[key] = originals[name]
 
 
+# The tracemalloc calls that would change what the grader measures if the learner's code
+# made them for real (it may: to print its own peak, say).
+CONTROLS = ("start", "stop", "is_tracing", "get_traced_memory", "reset_peak", "clear_traces")
+_REAL = {name: getattr(_tracemalloc, name) for name in CONTROLS}
+
+
+class _LearnersTracemalloc:
+    """tracemalloc as the learner's code sees it while the grader traces the call.
+
+    The grader's tracing goes on underneath: stop only ends the learner's view, start and
+    clear_traces begin a new one at the memory traced now, and reset_peak resets the
+    learner's peak after the grader has kept the peak so far.
+    """
+
+    def __init__(self, tracing):
+        self.tracing = tracing  # whether the learner's code sees tracemalloc on
+        self.offset = 0  # traced memory when the learner's view began
+        self.kept_peak = 0  # the highest peak before the last real reset_peak
+
+    def keep_peak_and_reset(self):
+        self.kept_peak = max(self.kept_peak, _REAL["get_traced_memory"]()[1])
+        _REAL["reset_peak"]()
+
+    def peak(self):
+        """The highest traced memory since the grader's reset, whatever the learner did."""
+        return max(self.kept_peak, _REAL["get_traced_memory"]()[1])
+
+    def start(self, nframe=1):
+        if not self.tracing:
+            self.tracing = True
+            self.clear_traces()
+
+    def stop(self):
+        self.tracing = False
+
+    def is_tracing(self):
+        return self.tracing
+
+    def get_traced_memory(self):
+        if not self.tracing:
+            return 0, 0
+        current, peak = _REAL["get_traced_memory"]()
+        return max(0, current - self.offset), max(0, peak - self.offset)
+
+    def reset_peak(self):
+        if self.tracing:
+            self.keep_peak_and_reset()
+
+    def clear_traces(self):
+        if self.tracing:
+            self.keep_peak_and_reset()
+            self.offset = _REAL["get_traced_memory"]()[0]
+
+
 @contextlib.contextmanager
-def _peak_memory(enabled):
+def _peak_memory(enabled, function):
     """Yield a function giving the peak of traced allocations during the block (0 when not
-    enabled, None when the traced code stopped tracing)."""
+    enabled). While it runs, the function's calls of tracemalloc (through tracemalloc,
+    _tracemalloc or names it imported from them) go to a _LearnersTracemalloc, so that no
+    call the learner's code makes can lower the peak measured."""
     if not enabled:
         yield lambda: 0
         return
-    already = tracemalloc.is_tracing()
+    already = _REAL["is_tracing"]()
     if not already:
-        tracemalloc.start()
-    tracemalloc.reset_peak()
-    baseline = tracemalloc.get_traced_memory()[0]
+        _REAL["start"]()
+    _REAL["reset_peak"]()
+    baseline = _REAL["get_traced_memory"]()[0]
+    view = _LearnersTracemalloc(tracing=already)
+    replaced = {name: getattr(view, name) for name in CONTROLS}
+    namespace = getattr(function, "__globals__", {})
+    aliases = {key: name for key, value in list(namespace.items())
+               for name, real in _REAL.items() if value is real}
     result = {"peak": None}
     try:
+        for module in (tracemalloc, _tracemalloc):
+            for name, value in replaced.items():
+                setattr(module, name, value)
+        for key, name in aliases.items():
+            namespace[key] = replaced[name]
         yield lambda: result["peak"]
     finally:
-        if tracemalloc.is_tracing():
-            result["peak"] = max(0, tracemalloc.get_traced_memory()[1] - baseline)
-            if not already:
-                tracemalloc.stop()
+        for module in (tracemalloc, _tracemalloc):
+            for name, real in _REAL.items():
+                setattr(module, name, real)
+        for key, name in aliases.items():
+            namespace[key] = _REAL[name]
+        result["peak"] = max(0, view.peak() - baseline)
+        if not already:
+            _REAL["stop"]()

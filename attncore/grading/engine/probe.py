@@ -280,10 +280,10 @@ def _diagnose(spec, case, pristine, outcome, expected):
         allowed = case.max_extra_bytes(pristine)
         if outcome.peak_bytes is None:
             return (MEMORY_UNMEASURED,
-                    "The memory your function used could not be measured (was tracemalloc "
-                    "stopped or reset during the call?), so this test cannot pass.",
-                    "leave tracemalloc alone; the grader measures allocations while your "
-                    "function runs.")
+                    "The process running your code sent no measurement of the memory your "
+                    "function used, so this test cannot pass.",
+                    "leave the grader's modules in that process alone (your own calls of "
+                    "tracemalloc are fine: they cannot change what the grader measures).")
         if outcome.peak_bytes > allowed:
             return (MATERIALISED,
                     f"Your function allocated {outcome.peak_bytes / 1e6:.2f} MB at its peak; "
