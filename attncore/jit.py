@@ -16,7 +16,9 @@ What makes it fast on a CPU:
   cannot do this: arrays are not marked noalias, so LLVM must load and store
   the output around every multiply-add (the "loops" path keeps that version,
   for comparison). The rescaling of the accumulator by alpha happens in the
-  product's first step; S needs no zeroing pass.
+  product's first step; S needs no zeroing pass, and on a tile with no masked
+  score the S product also takes the running max of its rows while they are
+  still in registers, so the softmax step reads each score once.
 * exp2 instead of exp: log2(e) is folded into the query scale, so a weight is
   2^(s - m): n = x rounded to the nearest integer, r = x - n, 2^r by a degree-5
   polynomial (float32; Taylor to degree 13 in float64) with value exactly 1 at
@@ -324,88 +326,78 @@ def _overload_tile_cols(shape, x):
 
 # ------------------------------------------------------------- the intrinsic
 
-def _product_codegen(zero, context, builder, signature, args):
-    """c[rc:rc+mr, :nr] = (0 if zero else alpha * c) + a[ra:ra+mr, ka:ka+kc] @ b[:kc, :nr]."""
-    a_ty, _, _, b_ty, c_ty, _, _, _, shape = signature.args
-    dtype = a_ty.dtype
-    itemsize = dtype.bitwidth // 8
-    lanes, mr, nv = shape.bits // dtype.bitwidth, shape.mr, shape.nv
-    a, b, c, alpha = (context.make_array(t)(context, builder, x)
-                      for t, x in zip((a_ty, b_ty, c_ty, signature.args[7]), (args[0], args[3], args[4], args[7])))
+PRODUCT_ZERO, PRODUCT_MAX, PRODUCT_RESCALE = 0, 1, 2  # the modes of _tile_product
+
+
+def _product_codegen(mode, context, builder, signature, args):
+    """c[rc:rc+mr, :nr] = (column * c if PRODUCT_RESCALE else 0) + a[ra:ra+mr, ka:ka+kc] @ b[:kc, :nr];
+    with PRODUCT_MAX also column = max(column, the new rows of c), lane by lane."""
+    a_ty, _, _, b_ty, c_ty, _, _, column_ty, shape = signature.args
+    x = _VectorIR(context, builder, a_ty.dtype, shape)
+    mr, nv = shape.mr, shape.nv
+    a, b, c, column = (context.make_array(t)(context, builder, v) for t, v in
+                       zip((a_ty, b_ty, c_ty, column_ty), (args[0], args[3], args[4], args[7])))
     ra, ka, rc, kc = (context.cast(builder, args[i], signature.args[i], types.intp) for i in (1, 2, 5, 6))
-    intp = context.get_value_type(types.intp)
-    scalar = context.get_value_type(dtype)
-    vector = ir.VectorType(scalar, lanes)
-    byte_ptr = ir.IntType(8).as_pointer()
-
-    def at(pointer, offset):  # pointer + offset bytes
-        return builder.gep(builder.bitcast(pointer, byte_ptr), [offset])
-
-    def vec(pointer, v):  # the v-th vector from pointer
-        return builder.bitcast(at(pointer, intp(v * lanes * itemsize)), vector.as_pointer())
-
     a_row, a_col = cgutils.unpack_tuple(builder, a.strides)
     b_row = cgutils.unpack_tuple(builder, b.strides)[0]
     c_row = cgutils.unpack_tuple(builder, c.strides)[0]
-    a_base = at(a.data, builder.add(builder.mul(ra, a_row), builder.mul(ka, a_col)))
-    a_rows = [at(a_base, builder.mul(intp(i), a_row)) for i in range(mr)]
-    c_rows = [at(c.data, builder.mul(builder.add(rc, intp(i)), c_row)) for i in range(mr)]
+    a_base = x.at(a.data, builder.add(builder.mul(ra, a_row), builder.mul(ka, a_col)))
+    a_rows = [x.at(a_base, builder.mul(x.intp(i), a_row)) for i in range(mr)]
+    c_rows = [x.at(c.data, builder.mul(builder.add(rc, x.intp(i)), c_row)) for i in range(mr)]
     # the accumulators: allocas that LLVM's mem2reg turns into registers
-    acc = [[cgutils.alloca_once(builder, vector) for _ in range(nv)] for _ in range(mr)]
-    scales = None if zero else [builder.load(vec(alpha.data, v), align=itemsize) for v in range(nv)]
+    acc = [[cgutils.alloca_once(builder, x.vector) for _ in range(nv)] for _ in range(mr)]
+    scales = [x.load(column.data, v) for v in range(nv)] if mode == PRODUCT_RESCALE else None
     for i in range(mr):
         for v in range(nv):
-            start = ir.Constant(vector, None) if zero else builder.fmul(
-                builder.load(vec(c_rows[i], v), align=itemsize), scales[v])
+            start = builder.fmul(x.load(c_rows[i], v), scales[v]) if scales else x.constant(0.0)
             builder.store(start, acc[i][v])
-    fma = cgutils.get_or_insert_function(
-        builder.module, ir.FunctionType(vector, [vector] * 3), f"llvm.fma.v{lanes}f{dtype.bitwidth}")
-    broadcast_mask = ir.Constant(ir.VectorType(ir.IntType(32), lanes), None)
     with cgutils.for_range(builder, kc) as loop:
-        b_k = at(b.data, builder.mul(loop.index, b_row))
-        b_vectors = [builder.load(vec(b_k, v), align=itemsize) for v in range(nv)]
+        b_k = x.at(b.data, builder.mul(loop.index, b_row))
+        b_vectors = [x.load(b_k, v) for v in range(nv)]
         a_k = builder.mul(loop.index, a_col)
         for i in range(mr):
-            x = builder.load(builder.bitcast(at(a_rows[i], a_k), scalar.as_pointer()))
-            x = builder.shuffle_vector(builder.insert_element(ir.Constant(vector, ir.Undefined), x, intp(0)),
-                                       ir.Constant(vector, ir.Undefined), broadcast_mask)
+            a_ik = x.broadcast(x.at(a_rows[i], a_k))
             for v in range(nv):
-                old = builder.load(acc[i][v])
-                if shape.fma:
-                    new = builder.call(fma, [x, b_vectors[v], old])
-                else:
-                    new = builder.fadd(builder.fmul(x, b_vectors[v], flags=("contract",)), old, flags=("contract",))
-                builder.store(new, acc[i][v])
+                builder.store(x.fma(a_ik, b_vectors[v], builder.load(acc[i][v])), acc[i][v])
+    results = [[builder.load(acc[i][v]) for v in range(nv)] for i in range(mr)]
     for i in range(mr):
         for v in range(nv):
-            builder.store(builder.load(acc[i][v]), vec(c_rows[i], v), align=itemsize)
+            x.store(results[i][v], c_rows[i], v)
+    if mode == PRODUCT_MAX:  # the new rows are still in registers: no pass over c for the max
+        for v in range(nv):
+            top = x.load(column.data, v)
+            for i in range(mr):
+                top = x.maximum(results[i][v], top)
+            x.store(top, column.data, v)
     return context.get_dummy_value()
 
 
-def _product_typer(zero):
-    def typer(typingctx, a, ra, ka, b, c, rc, kc, alpha, shape):
-        arrays = (a, b, c, alpha)
+def _product_typer(mode):
+    def typer(typingctx, a, ra, ka, b, c, rc, kc, column, shape):
+        arrays = (a, b, c, column)
         if not (isinstance(shape, _TileShapeType) and all(isinstance(x, types.Array) for x in arrays)
                 and all(isinstance(x, types.Integer) for x in (ra, ka, rc, kc))
-                and len({x.dtype for x in arrays}) == 1 and b.layout == c.layout == alpha.layout == "C"):
+                and len({x.dtype for x in arrays}) == 1 and b.layout == c.layout == column.layout == "C"):
             return None
-        signature = types.void(a, ra, ka, b, c, rc, kc, alpha, shape)
-        return signature, lambda *codegen_args: _product_codegen(zero, *codegen_args)
+        signature = types.void(a, ra, ka, b, c, rc, kc, column, shape)
+        return signature, lambda *codegen_args: _product_codegen(mode, *codegen_args)
 
     return typer
 
 
-_product_zero = intrinsic(_product_typer(True))
-_product_rescale = intrinsic(_product_typer(False))
+_product_zero = intrinsic(_product_typer(PRODUCT_ZERO))
+_product_max = intrinsic(_product_typer(PRODUCT_MAX))
+_product_rescale = intrinsic(_product_typer(PRODUCT_RESCALE))
 
 
 @_jit
-def _product_loops(a, ra, ka, b, c, rc, kc, alpha, zero):
-    """The same product as plain Numba loops: c rows in memory, four rows of a at a time."""
+def _product_loops(a, ra, ka, b, c, rc, kc, column, mode):
+    """The same product as plain Numba loops: c rows in memory, four rows of a at a time
+    (PRODUCT_MAX is never asked of it: see _max_in_product)."""
     nr = c.shape[1]
     for i in range(4):
         for j in range(nr):
-            c[rc + i, j] = 0 if zero else c[rc + i, j] * alpha[j]
+            c[rc + i, j] = c[rc + i, j] * column[j] if mode == PRODUCT_RESCALE else 0
     k4 = kc // 4 * 4
     for kk in range(0, k4, 4):
         for i in range(4):
@@ -420,20 +412,34 @@ def _product_loops(a, ra, ka, b, c, rc, kc, alpha, zero):
                 c[rc + i, j] += x * b[kk, j]
 
 
-def _tile_product(a, ra, ka, b, c, rc, kc, alpha, zero, shape):
-    """c[rc:rc+mr] = (0 if zero else alpha * c[rc:rc+mr]) + a[ra:ra+mr, ka:ka+kc] @ b[:kc], by path."""
+def _max_in_product(shape):
+    """Whether the S product of this path takes the max of its rows (PRODUCT_MAX): every path
+    but "loops", which stays the kernel before the intrinsic."""
 
 
-@overload(_tile_product, jit_options={"fastmath": FASTMATH})
-def _overload_tile_product(a, ra, ka, b, c, rc, kc, alpha, zero, shape):
+@overload(_max_in_product)
+def _overload_max_in_product(shape):
+    in_product = not shape.loops
+    return lambda shape: in_product
+
+
+def _tile_product(a, ra, ka, b, c, rc, kc, column, mode, shape):
+    """c[rc:rc+mr] = (column * c[rc:rc+mr] if mode is PRODUCT_RESCALE else 0) + a[ra:ra+mr, ka:ka+kc] @ b[:kc],
+    by path; with PRODUCT_MAX also column = max(column, those rows of c)."""
+
+
+@overload(_tile_product, jit_options={"fastmath": FASTMATH}, inline="always")  # all three bodies in the caller: a call costs more
+def _overload_tile_product(a, ra, ka, b, c, rc, kc, column, mode, shape):
     if shape.loops:
-        return lambda a, ra, ka, b, c, rc, kc, alpha, zero, shape: _product_loops(a, ra, ka, b, c, rc, kc, alpha, zero)
+        return lambda a, ra, ka, b, c, rc, kc, column, mode, shape: _product_loops(a, ra, ka, b, c, rc, kc, column, mode)
 
-    def product(a, ra, ka, b, c, rc, kc, alpha, zero, shape):
-        if zero:
-            _product_zero(a, ra, ka, b, c, rc, kc, alpha, shape)
+    def product(a, ra, ka, b, c, rc, kc, column, mode, shape):
+        if mode == PRODUCT_ZERO:
+            _product_zero(a, ra, ka, b, c, rc, kc, column, shape)
+        elif mode == PRODUCT_MAX:
+            _product_max(a, ra, ka, b, c, rc, kc, column, shape)
         else:
-            _product_rescale(a, ra, ka, b, c, rc, kc, alpha, shape)
+            _product_rescale(a, ra, ka, b, c, rc, kc, column, shape)
 
     return product
 
@@ -525,18 +531,18 @@ class _VectorIR:
 
 def _softmax_codegen(context, builder, signature, args):
     """The online-softmax step of a panel, in vector registers (see _softmax_tile)."""
-    s_ty, _, m_ty, l_ty, shift_ty, alpha_ty, shape = signature.args
+    s_ty, _, _, m_ty, l_ty, shift_ty, alpha_ty, shape = signature.args
     x = _VectorIR(context, builder, s_ty.dtype, shape)
     s, m, l, shift, alpha = (context.make_array(t)(context, builder, a) for t, a in
-                             zip((s_ty, m_ty, l_ty, shift_ty, alpha_ty), (args[0], *args[2:6])))
-    rows = context.cast(builder, args[1], signature.args[1], types.intp)
+                             zip((s_ty, m_ty, l_ty, shift_ty, alpha_ty), (args[0], *args[3:7])))
+    rows, max_rows = (context.cast(builder, args[i], signature.args[i], types.intp) for i in (1, 2))
     s_row = cgutils.unpack_tuple(builder, s.strides)[0]
     nv = shape.nv
     m_old = [x.load(m.data, v) for v in range(nv)]
     running = [cgutils.alloca_once(builder, x.vector) for _ in range(nv)]
     for v in range(nv):
-        builder.store(m_old[v], running[v])
-    with cgutils.for_range(builder, rows) as loop:  # the new max
+        builder.store(x.load(shift.data, v), running[v])
+    with cgutils.for_range(builder, max_rows) as loop:  # the new max
         row = x.at(s.data, builder.mul(loop.index, s_row))
         for v in range(nv):
             builder.store(x.maximum(x.load(row, v), builder.load(running[v])), running[v])
@@ -562,20 +568,20 @@ def _softmax_codegen(context, builder, signature, args):
 
 
 @intrinsic
-def _softmax_vectors(typingctx, s, rows, m, l, shift, alpha, shape):
+def _softmax_vectors(typingctx, s, rows, max_rows, m, l, shift, alpha, shape):
     arrays = (s, m, l, shift, alpha)
     if not (isinstance(shape, _TileShapeType) and all(isinstance(a, types.Array) and a.layout == "C" for a in arrays)
-            and isinstance(rows, types.Integer) and len({a.dtype for a in arrays}) == 1):
+            and isinstance(rows, types.Integer) and isinstance(max_rows, types.Integer)
+            and len({a.dtype for a in arrays}) == 1):
         return None
-    return types.void(s, rows, m, l, shift, alpha, shape), _softmax_codegen
+    return types.void(s, rows, max_rows, m, l, shift, alpha, shape), _softmax_codegen
 
 
 @_jit
-def _softmax_loops(s, rows, m, l, shift, alpha):
+def _softmax_loops(s, rows, max_rows, m, l, shift, alpha):
     """The same step as plain Numba loops (LLVM vectorises them at its preferred width)."""
     nr = s.shape[1]
-    shift[:] = m
-    for j in range(rows):
+    for j in range(max_rows):
         for i in range(nr):
             shift[i] = max(shift[i], s[j, i])
     for i in range(nr):
@@ -591,16 +597,19 @@ def _softmax_loops(s, rows, m, l, shift, alpha):
             l[i] += p
 
 
-def _softmax_tile(s, rows, m, l, shift, alpha, shape):
-    """One key tile of the online softmax for a panel: m = max(m, s rows), alpha = 2^(m_old - m),
-    s = 2^(s - m), l = alpha l + the column sums of s (with 0 for m where it is -inf)."""
+def _softmax_tile(s, rows, max_rows, m, l, shift, alpha, shape):
+    """One key tile of the online softmax for a panel. On entry shift holds the max so far (m,
+    or m and the rows whose max the S product took); the first max_rows rows of s are added
+    to it. Then m = that max, alpha = 2^(m_old - m), s = 2^(s - m) for all rows, l = alpha l +
+    the column sums of s, and shift = m (with 0 where m is -inf)."""
 
 
 @overload(_softmax_tile, jit_options={"fastmath": FASTMATH})
-def _overload_softmax_tile(s, rows, m, l, shift, alpha, shape):
+def _overload_softmax_tile(s, rows, max_rows, m, l, shift, alpha, shape):
     if shape.loops:
-        return lambda s, rows, m, l, shift, alpha, shape: _softmax_loops(s, rows, m, l, shift, alpha)
-    return lambda s, rows, m, l, shift, alpha, shape: _softmax_vectors(s, rows, m, l, shift, alpha, shape)
+        return lambda s, rows, max_rows, m, l, shift, alpha, shape: _softmax_loops(s, rows, max_rows, m, l, shift, alpha)
+    return lambda s, rows, max_rows, m, l, shift, alpha, shape: _softmax_vectors(
+        s, rows, max_rows, m, l, shift, alpha, shape)
 
 
 @intrinsic
@@ -654,7 +663,7 @@ def _flash_block(q, k, v, t_k, q0, scale, causal, offset, block_k, out, lse, sha
     m = np.full((panels, nr), -np.inf, dtype)  # running max per query (log2 units)
     l = np.zeros((panels, nr), dtype)  # running sum of 2^(s - m)
     s_t = np.empty((_round_up(min(block_k, t_k), mr), nr), dtype)  # a tile's scores, then weights
-    shift = np.empty(nr, dtype)  # the new max, 0 where it is -inf
+    shift = np.empty(nr, dtype)  # the max so far in a tile, then the new max with 0 where it is -inf
     alpha = np.empty(nr, dtype)  # 2^(old max - new max)
     minus_inf = dtype.type(-np.inf)
     start = _cycles() if profiling else 0
@@ -674,19 +683,22 @@ def _flash_block(q, k, v, t_k, q0, scale, causal, offset, block_k, out, lse, sha
                 continue
             n_pad = _round_up(n, mr)
             q_p, acc_p = q_t[p], acc_t[p]
+            # padding keys, and keys k0 + j hidden from the queries q0 + j0 + i < k0 + j - offset
+            masked = n < n_pad or (causal and k0 + n - 1 > q0 + j0 + offset)
+            in_product = not masked and _max_in_product(shape)  # the max while the scores are in registers
+            shift[:] = m[p]
             for r0 in range(0, n_pad, mr):
-                _tile_product(k, k0 + r0, 0, q_p, s_t, r0, d, alpha, True, shape)
+                _tile_product(k, k0 + r0, 0, q_p, s_t, r0, d, shift, PRODUCT_MAX if in_product else PRODUCT_ZERO, shape)
             start = _tick(profiling, cycles, 1, start)
-            # hide padding keys, and key k0 + j from the queries q0 + j0 + i < k0 + j - offset
-            if n < n_pad or (causal and k0 + n - 1 > q0 + j0 + offset):
+            if masked:
                 for j in range(n_pad):
                     cut = nr if j >= n else (max(0, min(nr, k0 + j - offset - q0 - j0)) if causal else 0)
                     s_t[j, :cut] = minus_inf
             start = _tick(profiling, cycles, 2, start)
-            _softmax_tile(s_t, n_pad, m[p], l[p], shift, alpha, shape)
+            _softmax_tile(s_t, n_pad, 0 if in_product else n_pad, m[p], l[p], shift, alpha, shape)
             start = _tick(profiling, cycles, 3, start)
             for r0 in range(0, d_vp, mr):
-                _tile_product(v_t, r0, k0, s_t, acc_p, r0, n, alpha, False, shape)
+                _tile_product(v_t, r0, k0, s_t, acc_p, r0, n, alpha, PRODUCT_RESCALE, shape)
             start = _tick(profiling, cycles, 4, start)
     for i in range(rows):
         p, c0 = i // nr, i % nr
@@ -995,7 +1007,7 @@ def _products(a, b, out, shape, repeats):
         for p in range(panels):
             b_p, c_p = b_panels[p], c_panels[p]
             for r0 in range(0, a.shape[0], mr):
-                _tile_product(a, r0, 0, b_p, c_p, r0, a.shape[1], ones, True, shape)
+                _tile_product(a, r0, 0, b_p, c_p, r0, a.shape[1], ones, PRODUCT_ZERO, shape)
     for p in range(panels):
         out[:, p * nr:(p + 1) * nr] = c_panels[p]
 

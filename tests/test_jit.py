@@ -119,6 +119,22 @@ def test_tiny_weights_are_accurate_or_zero(path, dtype):
     assert np.all((out[~normal] >= 0) & (out[~normal] <= 2 * info.tiny))
 
 
+@pytest.mark.parametrize("path", PATHS)
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_the_running_max_follows_scores_that_rise_within_and_across_tiles(path, dtype):
+    """On a tile with no masked score the S product takes the running max: scores that rise from
+    key to key (by 100 per tile) and a spike in the last row of a tile must all reach it, or
+    2^(s - m) overflows. Causal, the diagonal tiles take the other route, after the mask."""
+    t_k = 3 * jit.BLOCK_K + 40
+    scores = np.arange(t_k) * (100 / jit.BLOCK_K)
+    scores[2 * jit.BLOCK_K - 1] += 150
+    q = np.ones((1, 50, 1), dtype)
+    k = scores.astype(dtype)[None, :, None]
+    v = np.random.default_rng(1).standard_normal((1, t_k, 3)).astype(dtype)
+    for causal in (False, "bottom_right"):
+        assert_matches(q, k, v, causal, scale=1.0, path=path)
+
+
 @pytest.mark.parametrize("threads", [1, 2])
 def test_the_task_queue_gives_the_same_bits_on_any_number_of_threads(threads):
     """Tasks come from a shared counter; whichever thread runs a block computes it the same way."""
