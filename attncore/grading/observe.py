@@ -127,21 +127,28 @@ def _tripwires(names, function):
             raise ForbiddenCall(f"attncore.{name}")
         return refuse
 
-    originals = {name: getattr(*owner_and_attribute(name)) for name in names}
+    with _replaced({owner_and_attribute(name): tripwire(name) for name in names}, function):
+        yield
+
+
+@contextlib.contextmanager
+def _replaced(replacements, function):
+    """While the block runs, owner.name is replaced for every (owner, name): replacement, and
+    so is every global of the function's module that holds what owner.name held."""
+    originals = {target: getattr(*target) for target in replacements}
     namespace = getattr(function, "__globals__", {})
-    aliases = {key: name for key, value in list(namespace.items())
-               for name, original in originals.items() if value is original}
+    aliases = {key: replacements[target] for key, value in list(namespace.items())
+               for target, original in originals.items() if value is original}
+    saved = {key: namespace[key] for key in aliases}
     try:
-        for name in names:
-            setattr(*owner_and_attribute(name), tripwire(name))
-        for key, name in aliases.items():
-            namespace[key] = tripwire(name)
+        for target, replacement in replacements.items():
+            setattr(*target, replacement)
+        namespace.update(aliases)
         yield
     finally:
-        for name, original in originals.items():
-            setattr(*owner_and_attribute(name), original)
-        for key, name in aliases.items():
-            namespace[key] = originals[name]
+        for target, original in originals.items():
+            setattr(*target, original)
+        namespace.update(saved)
 
 
 # The tracemalloc calls that would change what the grader measures if the learner's code
@@ -213,24 +220,12 @@ def _peak_memory(enabled, function):
     _REAL["reset_peak"]()
     baseline = _REAL["get_traced_memory"]()[0]
     view = _LearnersTracemalloc(tracing=already)
-    replaced = {name: getattr(view, name) for name in CONTROLS}
-    namespace = getattr(function, "__globals__", {})
-    aliases = {key: name for key, value in list(namespace.items())
-               for name, real in _REAL.items() if value is real}
     result = {"peak": None}
     try:
-        for module in (tracemalloc, _tracemalloc):
-            for name, value in replaced.items():
-                setattr(module, name, value)
-        for key, name in aliases.items():
-            namespace[key] = replaced[name]
-        yield lambda: result["peak"]
+        with _replaced({(module, name): getattr(view, name)
+                        for module in (tracemalloc, _tracemalloc) for name in CONTROLS}, function):
+            yield lambda: result["peak"]
     finally:
-        for module in (tracemalloc, _tracemalloc):
-            for name, real in _REAL.items():
-                setattr(module, name, real)
-        for key, name in aliases.items():
-            namespace[key] = _REAL[name]
         result["peak"] = max(0, view.peak() - baseline)
         if not already:
             _REAL["stop"]()
