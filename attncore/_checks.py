@@ -8,17 +8,13 @@ import numbers
 import numpy as np
 
 
-def all_finite(x):
-    """True if the float array x holds no NaN and no +-inf (one pass, one boolean temporary)."""
-    return bool(np.isfinite(x).all())
-
-
-def as_float_array(name, x, *, allow_neg_inf=False, finite=all_finite):
+def as_float_array(name, x, *, allow_neg_inf=False, check_finite=True):
     """Return x as a floating ndarray; reject integers, NaN and +-inf.
 
     With allow_neg_inf, -inf entries pass: they are how additive masks
-    write "this key is blocked" into a score array. finite: a faster
-    all_finite for the common case (the error message is found the slow way).
+    write "this key is blocked" into a score array. check_finite=False: the
+    caller finds NaN and inf itself (attncore.jit's kernel does, on every thread).
+    A finite x costs one isfinite pass; the bad entry is looked for only if there is one.
     """
     x = np.asarray(x)
     if not np.issubdtype(x.dtype, np.floating):
@@ -26,7 +22,7 @@ def as_float_array(name, x, *, allow_neg_inf=False, finite=all_finite):
             f"{name} must be a floating-point array (float16, float32 or float64), "
             f"got dtype {x.dtype} with shape {x.shape}; convert it with {name}.astype(np.float32)"
         )
-    if finite(x):
+    if not check_finite or np.isfinite(x).all():
         return x
     bad = np.isnan(x) | (np.isinf(x) & ~(allow_neg_inf & (x < 0)))
     if bad.any():
@@ -81,10 +77,10 @@ def resolve_scale(scale, d_k):
     return float(scale)
 
 
-def check_qk(q, k, *, finite=all_finite):
+def check_qk(q, k, *, check_finite=True):
     """Validate q (..., T_q, d_k) and k (..., T_k, d_k); return them as float arrays."""
-    q = as_float_array("q", q, finite=finite)
-    k = as_float_array("k", k, finite=finite)
+    q = as_float_array("q", q, check_finite=check_finite)
+    k = as_float_array("k", k, check_finite=check_finite)
     require_ndim("q", q, 2, "(..., T_q, d_k)")
     require_ndim("k", k, 2, "(..., T_k, d_k)")
     if q.shape[-1] != k.shape[-1]:
@@ -97,13 +93,13 @@ def check_qk(q, k, *, finite=all_finite):
     return q, k
 
 
-def check_qkv(q, k, v, *, finite=all_finite):
+def check_qkv(q, k, v, *, check_finite=True):
     """Validate q (..., T_q, d_k), k (..., T_k, d_k), v (..., T_k, d_v).
 
     Returns the three arrays; leading dimensions are checked by leading_shape.
     """
-    q, k = check_qk(q, k, finite=finite)
-    v = as_float_array("v", v, finite=finite)
+    q, k = check_qk(q, k, check_finite=check_finite)
+    v = as_float_array("v", v, check_finite=check_finite)
     require_ndim("v", v, 2, "(..., T_k, d_v)")
     if k.shape[-2] != v.shape[-2]:
         raise ValueError(
