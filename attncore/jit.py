@@ -28,8 +28,10 @@ What makes it fast on a CPU:
 * Key tiles of 128; with causal, tiles entirely above the diagonal are skipped
   per panel. Tasks (batch entry, query block) come from a shared atomic counter:
   a thread takes the next task when it finishes one, so a core that runs slower
-  (on a shared machine one often does) simply does fewer. With causal the
-  blocks go largest first, so the small ones fill in at the end.
+  (on a shared machine one often does) simply does fewer. The blocks shrink
+  along the queue (default_blocks: up to 12 panels first, one panel at the
+  end; with causal the queue starts at the last query), so the small ones fill
+  in at the end.
 
 The micro-kernel's shape follows the host CPU (llvmlite.binding.get_host_cpu_features):
 "avx512" (16 float32 lanes, 8 x 48 block: 24 of the 32 zmm registers), "avx2"
@@ -732,17 +734,17 @@ def _share_sum_of_differences(x, part, parts):
 
 
 @_parallel_jit
-def _flash(q, k, v, q_index, k_index, v_index, t_k, scale, causal, offset, block_q, block_k, out, lse,
+def _flash(q, k, v, q_index, k_index, v_index, t_k, scale, causal, offset, starts, block_k, out, lse,
            shape, threads, profiling, cycles):
     """Tasks (batch entry, query block) from a shared counter; batch b reads q[q_index[b]], k[k_index[b]], v[v_index[b]].
 
-    Each thread takes the next task when it finishes one, so a thread on a slower or busier
-    core simply does fewer. With causal the blocks go from the last (most keys) to the first.
+    Block i holds queries starts[i]:starts[i + 1]. Each thread takes the next task when it
+    finishes one, so a thread on a slower or busier core simply does fewer. With causal the
+    blocks go from the last (most keys) to the first.
     Each thread first sums x - x over its share of q, k and v: returns True if an entry is
     NaN or +-inf (then the results are not to be used).
     """
-    t_q, n_batch = q.shape[1], q_index.shape[0]
-    n_blocks = (t_q + block_q - 1) // block_q
+    n_batch, n_blocks = q_index.shape[0], starts.size - 1
     n_tasks = n_batch * n_blocks
     counter = np.zeros(1, np.int64)
     differences = 0.0
@@ -752,8 +754,8 @@ def _flash(q, k, v, q_index, k_index, v_index, t_k, scale, causal, offset, block
         task = _take_next(counter)
         while task < n_tasks:
             rank, b = task // n_batch, task % n_batch
-            q0 = (n_blocks - 1 - rank if causal else rank) * block_q
-            q1 = min(q0 + block_q, t_q)
+            block = n_blocks - 1 - rank if causal else rank
+            q0, q1 = starts[block], starts[block + 1]
             _flash_block(
                 q[q_index[b], q0:q1], k[k_index[b]], v[v_index[b]], t_k, q0, scale, causal, offset,
                 block_k, out[b, q0:q1], lse[b, q0:q1], shape, profiling, cycles[task],
@@ -791,35 +793,48 @@ def _batch_index(lead, batch):
 BLOCK_K = 128  # keys per tile
 
 
-def default_block_q(n_batch, t_q, causal, *, threads=None, path=None, dtype=np.float32, t_k=None):
-    """The block_q that flash_attention picks: a whole number of panels (nr queries each, at
-    most MAX_PANELS) that minimises the time of a call when the tasks are taken from a queue
-    in the kernel's order (see queue_time). A task's work is counted in key panels visited
-    plus STREAM_COST per key for reading the tiles (with causal, a block sees the keys up to
-    its last query). Ties go to the larger block. threads: Numba's thread count if None."""
+def default_blocks(n_batch, t_q, causal, *, threads=None, path=None, dtype=np.float32, t_k=None):
+    """The query blocks flash_attention makes when block_q is None, as (start, stop) pairs in
+    the order the task queue hands them out (with causal, from the last query back).
+
+    Guided, like OpenMP's schedule(guided): walking the panels (nr queries each) in queue
+    order, a block takes panels while each of its tasks (one per batch entry) stays within
+    1/(2 threads) of the work still queued when the task is taken, and at most MAX_PANELS.
+    While there is plenty of work the blocks are large, so each key tile is read once for
+    many panels; towards the end they shrink to one panel, so the threads end together even
+    when one core runs slower or starts later. A panel's work is the keys it sees (with
+    causal, up to its last query). On one thread every block but the last is MAX_PANELS panels.
+    causal: False, True, "top_left" or "bottom_right"; threads: Numba's thread count if None.
+    """
     threads = numba.get_num_threads() if threads is None else threads
-    return _block_q(n_batch, t_q, bool(causal), threads, _resolve_path(path), np.dtype(_compute_dtype(dtype)),
-                    t_q if t_k is None else t_k)
+    t_k = t_q if t_k is None else t_k
+    starts = _block_starts(n_batch, t_q, t_k, causal_offset(causal, t_q, t_k), threads, _resolve_path(path),
+                           np.dtype(_compute_dtype(dtype)))
+    blocks = list(zip(starts[:-1], starts[1:]))
+    return tuple(blocks[::-1] if causal else blocks)
 
 
 @functools.lru_cache(maxsize=256)
-def _block_q(n_batch, t_q, causal, threads, path, dtype, t_k):
-    """default_block_q, for one set of hashable arguments (cached)."""
+def _block_starts(n_batch, t_q, t_k, offset, threads, path, dtype):
+    """The first query of each block of default_blocks, in query order, then t_q (cached)."""
     nr = PATHS[path].nr(dtype.itemsize)
     panels = -(-t_q // nr)
-    best = None
-    for size in range(min(MAX_PANELS, panels), 0, -1):
-        n_blocks = -(-panels // size)
-        work = []
-        for rank in range(n_blocks):
-            block = n_blocks - 1 - rank if causal else rank  # the kernel's order
-            rows = min(size * nr, t_q - block * size * nr)
-            keys = min(t_k, block * size * nr + rows + t_k - t_q) if causal else t_k
-            work += [(-(-rows // nr) + STREAM_COST) * max(keys, 0)] * n_batch
-        time = sum(queue_time(work, speeds) for speeds in _core_speeds(threads))
-        if best is None or time < best[0] * 0.99:
-            best = (time, size)
-    return best[1] * nr
+    queue = range(panels - 1, -1, -1) if offset is not None else range(panels)
+    work = [t_k if offset is None else min(t_k, max(0, min(t_q, (p + 1) * nr) + offset)) for p in queue]
+    queued, sizes, first = n_batch * sum(work), [], 0
+    while first < panels:
+        # the last of the block's n_batch tasks is taken when queued - (n_batch - 1) * taken is left
+        size, taken = 1, work[first]
+        while (first + size < panels and size < MAX_PANELS
+               and (threads == 1 or (taken + work[first + size]) * (2 * threads + n_batch - 1) <= queued)):
+            taken += work[first + size]
+            size += 1
+        sizes.append(size)
+        first, queued = first + size, queued - n_batch * taken
+    starts = [0]
+    for size in sizes[::-1] if offset is not None else sizes:
+        starts.append(min(t_q, starts[-1] + size * nr))
+    return tuple(starts)
 
 
 def queue_time(work, speeds):
@@ -832,18 +847,7 @@ def queue_time(work, speeds):
     return max(end for end, _ in free)
 
 
-def _core_speeds(threads):
-    """The cases a block size is chosen for: equal cores, and one core SLOW_CORE times as fast
-    as the others (on a shared machine one core often is; measured on the course machine)."""
-    return [(1.0,) * threads, (SLOW_CORE,) + (1.0,) * (threads - 1)]
-
-
-SLOW_CORE = 0.75
-MAX_PANELS = 12
-# a task reads its key tiles from memory once for all its panels; measured on one core at
-# N = 2048 and 8192, blocks of one panel ran 1.07-1.11 times as long as blocks of twelve,
-# blocks of four 1.01-1.05 times: about a fifth of a panel per key
-STREAM_COST = 0.2
+MAX_PANELS = 12  # a block's panel states (q_t, acc_t: 24 KiB a panel in float32) stay within a core's L2
 
 
 @numba.njit(cache=True, fastmath={"reassoc"})  # reassoc only: the sum may run in vector lanes
@@ -865,7 +869,7 @@ class _Layout(NamedTuple):
     k_rows: int  # k zero-padded to this many keys
     v_cols: int  # v zero-padded to this many columns
     indices: tuple  # q_index, k_index, v_index (see _batch_index)
-    settings: tuple  # the kernel's arguments t_k, scale (log2 units), causal, offset, block_q, block_k
+    settings: tuple  # the kernel's arguments t_k, scale (log2 units), causal, offset, starts, block_k
     shape: TileShape
     threads: int
 
@@ -881,14 +885,16 @@ def _layout(q, k, v, causal, block_q, block_k, scale, path):
     dtype = np.result_type(q, k, v)
     work = _compute_dtype(dtype)
     if block_q is None:
-        block_q = default_block_q(math.prod(batch), t_q, offset is not None, path=shape.name, dtype=work, t_k=t_k)
-    block_q, block_k = positive_int("block_q", block_q), positive_int("block_k", block_k)
+        starts = _block_starts(math.prod(batch), t_q, t_k, offset, numba.get_num_threads(), shape.name, np.dtype(work))
+    else:
+        starts = (*range(0, t_q, positive_int("block_q", block_q)), t_q)
+    block_k = positive_int("block_k", block_k)
     scale = resolve_scale(scale, q.shape[-1])
     # a key tile's rows are computed mr at a time: up to mr - 1 rows past t_k
     k_rows = _round_up(t_k, shape.mr) if block_k % shape.mr == 0 else t_k + shape.mr - 1
     return _Layout(batch, t_q, d_v, dtype, work, k_rows, _round_up(d_v, shape.mr),
                    tuple(_batch_index(x.shape[:-2], batch) for x in (q, k, v)),
-                   (t_k, work(scale * LOG2E), offset is not None, offset or 0, block_q, block_k),
+                   (t_k, work(scale * LOG2E), offset is not None, offset or 0, np.array(starts, np.int64), block_k),
                    shape, numba.get_num_threads())
 
 
@@ -954,7 +960,8 @@ def flash_attention(q, k, v, *, causal=False, block_q=None, block_k=BLOCK_K, sca
     with return_lse also the log-sum-exp of each scaled score row (..., T_q).
     causal: False, True (square), "top_left" or "bottom_right"; key tiles
     entirely above the diagonal are skipped. Never allocates (T_q, T_k).
-    block_q None picks one (default_block_q); tiles hold up to block_k keys.
+    block_q: queries per block, or None for the guided blocks of default_blocks; tiles
+    hold up to block_k keys.
     path: "avx512", "avx2", "portable" or "loops" forces a micro-kernel (see the
     module docstring); None takes ATTNCORE_JIT_PATH, else the host CPU's.
     """
@@ -968,8 +975,8 @@ def flash_attention(q, k, v, *, causal=False, block_q=None, block_k=BLOCK_K, sca
 
 def _cycle_counts(arguments):
     """Zeroed cycle counters, one row of PHASES per task of _flash."""
-    q_index, t_q, block_q = arguments[3], arguments[0].shape[1], arguments[10]
-    return np.zeros((q_index.size * -(-t_q // block_q), len(PHASES)), np.int64)
+    q_index, starts = arguments[3], arguments[10]
+    return np.zeros((q_index.size * (starts.size - 1), len(PHASES)), np.int64)
 
 
 # ------------------------------------------------------- introspection

@@ -18,6 +18,7 @@ import numba  # noqa: E402
 
 import attncore  # noqa: E402
 from attncore import jit, masks  # noqa: E402
+from attncore.flash import causal_offset  # noqa: E402
 
 DTYPES = [np.float32, np.float64]
 PATHS = sorted(jit.PATHS)
@@ -64,7 +65,7 @@ def assert_matches(q, k, v, causal, **kwargs):
     t_k=st.integers(1, 70),
     d=st.integers(1, 9),
     d_v=st.integers(1, 9),
-    block_q=st.integers(1, 80),
+    block_q=st.none() | st.integers(1, 80),
     block_k=st.integers(1, 80),
     sigma=st.sampled_from([0.1, 1.0, 4.0]),
     seed=st.integers(0, 2**32 - 1),
@@ -160,17 +161,56 @@ def testqueue_time_is_list_scheduling():
     assert jit.queue_time([4, 4, 4], (1.0, 0.5)) == 8  # the fast one does two
 
 
-@pytest.mark.parametrize("causal", [False, True])
-@pytest.mark.parametrize("n", [48, 1000, 4096, 16384])
-def test_default_block_q_is_a_whole_number_of_panels_and_balances_the_queue(causal, n):
-    """The chosen block ends within one task of a perfect share on equal cores."""
+SQUARE = [(48, 48), (1000, 1000), (4096, 4096), (16384, 16384)]
+
+
+@pytest.mark.parametrize("n_batch", [1, 3, 8])
+@pytest.mark.parametrize("causal,t_q,t_k", [(c, *n) for c in (False, True) for n in SQUARE]
+                         + [(c, *n) for c in (False, "bottom_right", "top_left") for n in [(700, 300), (300, 700)]])
+def test_default_blocks_are_guided_and_end_the_queue_within_a_panel(causal, n_batch, t_q, t_k):
+    """Whole panels, at most MAX_PANELS, covering every query once; each task within
+    1/(2 threads) of the work queued when it is taken (or one panel); and the queue ends
+    within one panel of a perfect share, on equal cores and with one core at 3/4 speed."""
+    nr, threads = jit.PATHS["avx512"].nr(4), 2
+    blocks = jit.default_blocks(n_batch, t_q, causal, threads=threads, path="avx512", t_k=t_k)
+    in_query_order = sorted(blocks)
+    assert in_query_order == (list(blocks[::-1]) if causal else list(blocks))  # the kernel's queue order
+    assert in_query_order[0][0] == 0 and in_query_order[-1][1] == t_q
+    assert all(a[1] == b[0] for a, b in zip(in_query_order, in_query_order[1:]))
+    assert all(start % nr == 0 and 0 < stop - start <= jit.MAX_PANELS * nr for start, stop in blocks)
+
+    offset = causal_offset(causal, t_q, t_k)
+    panel_keys = {start: t_k if offset is None else min(t_k, max(0, min(t_q, start + nr) + offset))
+                  for start in range(0, t_q, nr)}
+    tasks = [(sum(panel_keys[p] for p in range(start, stop, nr)), stop - start <= nr)
+             for start, stop in blocks for _ in range(n_batch)]
+    queued = sum(work for work, _ in tasks)
+    for work, one_panel in tasks:
+        assert one_panel or work <= queued / (2 * threads)
+        queued -= work
+    work = [w for w, _ in tasks]
+    for speeds in ((1.0, 1.0), (1.0, 0.75)):
+        assert jit.queue_time(work, speeds) <= sum(work) / sum(speeds) + max(panel_keys.values()) / min(speeds)
+
+
+def test_default_blocks_on_one_thread_are_as_large_as_allowed():
     nr = jit.PATHS["avx512"].nr(4)
-    block_q = jit.default_block_q(1, n, causal, threads=2, path="avx512")
-    assert block_q % nr == 0 and nr <= block_q <= jit.MAX_PANELS * nr
-    n_blocks = -(-n // block_q)
-    work = [min(n, (b + 1) * block_q) if causal else min(block_q, n - b * block_q) * n for b in range(n_blocks)]
-    order = sorted(work, reverse=True) if causal else work
-    assert jit.queue_time(order, (1.0, 1.0)) <= sum(work) / 2 + max(work)
+    sizes = [stop - start for start, stop in jit.default_blocks(1, 4096, False, threads=1, path="avx512")]
+    assert sizes == [jit.MAX_PANELS * nr] * 7 + [4096 - 7 * jit.MAX_PANELS * nr]
+
+
+@pytest.mark.parametrize("causal,t_q,t_k", [(False, 1000, 1000), (True, 1000, 1000), ("bottom_right", 900, 400),
+                                            ("bottom_right", 400, 900), ("top_left", 900, 400)])
+def test_guided_blocks_give_the_bits_of_one_panel_blocks(causal, t_q, t_k):
+    """Blocks start on panel boundaries, so grouping panels differently changes no bit."""
+    rng = np.random.default_rng(6)
+    q = rng.standard_normal((2, t_q, 64), dtype=np.float32)
+    k, v = (rng.standard_normal((2, t_k, 64), dtype=np.float32) for _ in range(2))
+    nr = jit.PATHS[jit.host_path()].nr(4)
+    guided = jit.flash_attention(q, k, v, causal=causal, return_lse=True)
+    one_panel = jit.flash_attention(q, k, v, causal=causal, block_q=nr, return_lse=True)
+    for a, b in zip(guided, one_panel):
+        np.testing.assert_array_equal(a, b)
 
 
 @pytest.mark.parametrize("path", PATHS)
