@@ -295,7 +295,13 @@ class _TileShapeType(types.Dummy):
 
 @typeof_impl.register(TileShape)
 def _typeof_tile_shape(value, context):
-    return _TileShapeType(value.name, value.bits, value.mr, value.nv, value.fma, value.loops)
+    return _tile_shape_type(value.name, value.bits, value.mr, value.nv, value.fma, value.loops)
+
+
+@functools.cache
+def _tile_shape_type(*fields):
+    """The Numba type of a TileShape, made once: typing an argument is part of every call."""
+    return _TileShapeType(*fields)
 
 
 register_model(_TileShapeType)(models.OpaqueModel)
