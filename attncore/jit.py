@@ -780,8 +780,10 @@ def _flatten(x, dtype, rows=None, cols=None):
     rows (cols), T (d) zero-padded to that many. A copy only when a dtype, layout or shape changes."""
     x = x.reshape(math.prod(x.shape[:-2]), *x.shape[-2:])
     shape = (x.shape[0], rows or x.shape[1], cols or x.shape[2])
-    if shape == x.shape:
-        return np.require(x, dtype, "CW")
+    if shape == x.shape:  # (np.require would do the same, in four times the Python)
+        if x.dtype == dtype and x.flags.c_contiguous and x.flags.writeable:
+            return x
+        return np.array(x, dtype, order="C")
     padded = np.zeros(shape, dtype)
     padded[:, : x.shape[1], : x.shape[2]] = x
     return padded
@@ -910,7 +912,7 @@ def _layout_key(q, k, v, *settings):
     argument is not an ndarray or a setting is not hashable."""
     if not type(q) is type(k) is type(v) is np.ndarray:
         return None
-    key = (q.shape, q.dtype, k.shape, k.dtype, v.shape, v.dtype, *((type(x), x) for x in settings),
+    key = (q.shape, q.dtype, k.shape, k.dtype, v.shape, v.dtype, settings, tuple(map(type, settings)),
            os.environ.get(ENV_PATH), numba.get_num_threads())
     try:
         hash(key)

@@ -433,6 +433,22 @@ def test_a_remembered_layout_keeps_every_check(monkeypatch):
         numba.set_num_threads(threads)
 
 
+def test_read_only_and_strided_inputs_give_the_same_bits_without_a_new_compile():
+    """The arrays the kernel gets are C-contiguous and writeable whatever the caller passes:
+    no read-only or strided variant of the kernel is compiled."""
+    rng = np.random.default_rng(8)
+    q, k, v = (rng.standard_normal((2, 70, 16)).astype(np.float32) for _ in range(3))
+    expected = jit.flash_attention(q, k, v, causal=True)
+    compiled = len(jit._flash.signatures)
+    read_only = [x.copy() for x in (q, k, v)]
+    for x in read_only:
+        x.flags.writeable = False
+    strided = [np.asfortranarray(x) for x in (q, k, v)]
+    for inputs in (read_only, strided, [np.broadcast_to(x, (3, *x.shape))[1] for x in (q, k, v)]):
+        np.testing.assert_array_equal(jit.flash_attention(*inputs, causal=True), expected)
+    assert len(jit._flash.signatures) == compiled
+
+
 @settings(max_examples=60, deadline=None)
 @given(
     dtype=st.sampled_from([np.float16, np.float32, np.float64]),
