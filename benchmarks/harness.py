@@ -5,8 +5,8 @@
     python -m benchmarks.harness --quick            # N = 256, 512, 1024; 3 repeats; no RSS
 
 float32, (batch, heads) = (1, 1), d = 64, causal and not, on every core. Within each
-repeat the implementations run one after another (see attncore.bench.timing), the
-tables show medians. Peak two ways: theoretical (cores x FMA pipes x lanes x 2 x clock)
+repeat the implementations run one after another (see attncore.bench.timing): times
+are medians, and jit/x is the median of the ratios within each repeat. Peak two ways: theoretical (cores x FMA pipes x lanes x 2 x clock)
 and measured (single-thread sgemm rate per core x cores, timed beside each size).
 Results go to --out as JSON with the machine description.
 """
@@ -102,7 +102,8 @@ def print_table(results):
           "traced: tracemalloc peak in this process (torch: n/a). RSS: resident high-water mark of the call\n"
           "in a fresh subprocess, non-causal. max|err|: largest difference from float64.\n")
     print_rows(RATIO_COLUMNS, results["ratios"])
-    print("jit/x: throughput of jit over that of x (> 1: jit is faster). causal x: non-causal time over causal time.")
+    print("jit/x: throughput of jit over that of x (> 1: jit is faster), the median of the ratios within each repeat.\n"
+          "causal x: non-causal time over causal time (medians).")
 
 
 def print_header(info, args):

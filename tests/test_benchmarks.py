@@ -27,6 +27,16 @@ def test_smoke_run_writes_every_field(tmp_path, capsys):
     assert "jit/torch" in capsys.readouterr().out
 
 
+def test_ratios_pair_the_calls_of_each_repeat():
+    """A slow phase that hits one repeat moves the median of the paired ratios, not the ratio."""
+    jit_times, torch_times = [1.0, 2.0, 4.0], [2.0, 1.0, 8.0]  # the second repeat: jit hit by a slow phase
+    rows = [{"n": 8, "causal": False, "impl": name, "seconds": float(np.median(t)), "repeat_seconds": t}
+            for name, t in (("jit", jit_times), ("torch", torch_times))]
+    [entry] = timing.ratios(rows)
+    assert entry["jit_vs_torch_full"] == 2.0  # paired: 2, 0.5, 2; the medians alone would give 1
+    assert entry["jit_vs_naive_full"] is None and entry["jit_vs_torch_causal"] is None
+
+
 @pytest.mark.parametrize("causal", [False, True])
 def test_careful_naive_is_attention(causal):
     q, k, v = impls.inputs(70, 16, batch=2, heads=3)

@@ -1,8 +1,9 @@
 """Interleaved timing of the implementations, errors against float64, the ratios of a run.
 
-Within each repeat the implementations run one after another, so ratios compare calls
-made side by side (each timed call right after an untimed one of its own); a run
-reports medians. FLOPs: 4 N^2 d (two matmuls), half of it when causal. Each repeat
+Within each repeat the implementations run one after another (each timed call right
+after an untimed one of its own), so two calls of one repeat ran side by side: the ratio
+of two implementations is the median over the repeats of their ratio within a repeat,
+and a slow phase of the machine that hits one repeat moves neither. Times are medians. FLOPs: 4 N^2 d (two matmuls), half of it when causal. Each repeat
 also times one float32 (1024, 1024) product on one BLAS thread, so the kernel's rate
 can be compared with the single-thread sgemm rate measured beside it.
 """
@@ -49,9 +50,9 @@ def _timed(fn):
 
 
 def time_size(n, causal, names, repeats, d=D, sgemm=True):
-    """Median seconds per implementation (interleaved), each output's max |error| against
-    float64, the median single-thread sgemm rate of the same repeats (GFLOP/s, or None),
-    and the SDPA backend torch picked (or None)."""
+    """The seconds of each repeat per implementation (interleaved), each output's max |error|
+    against float64, the median single-thread sgemm rate of the same repeats (GFLOP/s, or
+    None), and the SDPA backend torch picked (or None)."""
     q, k, v = impls.inputs(n, d)
     outputs = {name: impls.IMPLS[name](q, k, v, causal) for name in names}  # warm-up
     reference = impls.float64_reference(q, k, v, causal)
@@ -68,7 +69,7 @@ def time_size(n, causal, names, repeats, d=D, sgemm=True):
                 if limited:
                     sgemm_times.append(_timed(lambda: a @ b))
     rate = 2 * SGEMM_N**3 / statistics.median(sgemm_times) / 1e9 if sgemm_times else None
-    return {name: statistics.median(t) for name, t in times.items()}, errors, rate, backend
+    return times, errors, rate, backend
 
 
 def run(sizes, repeats=5, naive_budget_gib=2.0, numpy_flash_max=2048, rss=True, names=None, log=None):
@@ -78,17 +79,18 @@ def run(sizes, repeats=5, naive_budget_gib=2.0, numpy_flash_max=2048, rss=True, 
     for n in sizes:
         for causal in (False, True):
             active = [name for name in names if skip_reason(name, n, naive_budget_gib, numpy_flash_max) is None]
-            seconds, errors, sgemm, backend = time_size(n, causal, active, repeats)
+            repeat_seconds, errors, sgemm, backend = time_size(n, causal, active, repeats)
             q, k, v = impls.inputs(n, D)
             for name in names:
                 note = skip_reason(name, n, naive_budget_gib, numpy_flash_max)
                 row = {"n": n, "causal": causal, "impl": name, "note": note}
-                if name in seconds:
+                if name in repeat_seconds:
                     fn = impls.IMPLS[name]
+                    seconds = statistics.median(repeat_seconds[name])
                     traced = None if name == "torch" else memory.traced(lambda: fn(q, k, v, causal))
                     resident = memory.rss(name, n, D, causal) if rss and not causal else None
                     row.update(
-                        seconds=seconds[name], gflops=flops(n, causal) / seconds[name] / 1e9,
+                        seconds=seconds, repeat_seconds=repeat_seconds[name], gflops=flops(n, causal) / seconds / 1e9,
                         max_error=errors[name], traced_bytes=traced, rss_bytes=resident,
                         # each method misses some memory (see memory.py): keep the larger
                         peak_bytes=max((b for b in (traced, resident) if b is not None), default=None),
@@ -108,17 +110,23 @@ def lookup(rows, n, causal, impl, key="seconds"):
     return next((r.get(key) for r in rows if (r["n"], r["causal"], r["impl"]) == (n, causal, impl)), None)
 
 
+def side_by_side(rows, n, causal, impl, other):
+    """How many times as fast impl ran as other: the median over the repeats of other's time
+    over impl's in the same repeat; None if either did not run."""
+    mine, theirs = (lookup(rows, n, causal, name, "repeat_seconds") for name in (impl, other))
+    return statistics.median(t / s for s, t in zip(mine, theirs, strict=True)) if mine and theirs else None
+
+
 def ratios(rows):
-    """Per N: jit against torch, naive and textbook (throughput), causal speed-ups, memory."""
+    """Per N: jit against torch, naive and textbook (throughput, side_by_side), causal
+    speed-ups (the ratio of two medians: the two calls ran at different moments), memory."""
     out = []
     for n in sorted({r["n"] for r in rows}):
         entry = {"n": n}
         for causal in (False, True):
             tag = "causal" if causal else "full"
-            jit = lookup(rows, n, causal, "jit")
             for other in ("torch", "naive", "textbook", "numpy_flash"):
-                t = lookup(rows, n, causal, other)
-                entry[f"jit_vs_{other}_{tag}"] = t / jit if jit and t else None
+                entry[f"jit_vs_{other}_{tag}"] = side_by_side(rows, n, causal, "jit", other)
             entry[f"jit_sgemm_fraction_{tag}"] = lookup(rows, n, causal, "jit", "sgemm_fraction")
         for name in ("jit", "torch", "naive", "textbook", "numpy_flash"):
             full, causal = (lookup(rows, n, c, name) for c in (False, True))
