@@ -20,10 +20,11 @@ What makes it fast on a CPU:
   score the S product also takes the running max of its rows while they are
   still in registers, so the softmax step reads each score once.
 * exp2 instead of exp: log2(e) is folded into the query scale, so a weight is
-  2^(s - m): n = x rounded to the nearest integer, r = x - n, 2^r by a degree-5
-  polynomial (float32; Taylor to degree 13 in float64) with value exactly 1 at
-  r = 0, times 2^n: one vscalefps where the CPU has AVX-512, else built from
-  exponent bits. Weights below the normal range are 0, and 2^-inf = 0.
+  2^(s - m): n = floor(x), r = x - n in [0, 1), 2^r by a degree-5 polynomial
+  (float32; Taylor to degree 16 in float64) with value exactly 1 at r = 0, times
+  2^n. With AVX-512 each step is one instruction: vreduceps returns r and
+  vscalefps multiplies by 2^floor(x); elsewhere 2^n is built from exponent bits.
+  Weights below the normal range are 0, and 2^-inf = 0.
   The log-sum-exp is m ln 2 + log l.
 * Key tiles of 128; with causal, tiles entirely above the diagonal are skipped
   per panel. Tasks (batch entry, query block) come from a shared atomic counter:
@@ -120,17 +121,18 @@ _EXP = {
     ),
 }
 
-# 2^r = 1 + r (c4 + r (c3 + ...)) on [-1/2, 1/2]. float32: relative error 9.1e-8 in exact
-# arithmetic (a minimax fit, Lawson's iterations), 1.7e-7 evaluated in float32. float64: Taylor.
+# 2^r = 1 + r (c1 + r (c2 + ...)) on [0, 1), highest degree first. float32: relative error
+# 8.2e-8 in exact arithmetic (a minimax fit with the value 1 at r = 0, Lawson's iterations),
+# 1.5e-7 evaluated in float32. float64: Taylor to degree 16.
 EXP2_COEFFICIENTS = {
-    "float32": (1.3264726933934954e-3, 9.671512701696194e-3, 5.550733744534939e-2,
-                2.4022242084291698e-1, 6.931469775980854e-1, 1.0),
-    "float64": tuple(LN2**k / math.factorial(k) for k in range(13, -1, -1)),
+    "float32": (1.867130250881922e-3, 9.017029939492865e-3, 5.5799913377253575e-2,
+                2.4016445008018833e-1, 6.931513118107434e-1, 1.0),
+    "float64": tuple(LN2**k / math.factorial(k) for k in range(16, -1, -1)),
 }
 
 
 def _exp2_for(float_type, int_type, mantissa_bits, coefficients):
-    """2^x for one float type: round to nearest, a polynomial, exponent bits; vectorises in a loop."""
+    """2^x for one float type: floor, a polynomial, exponent bits; vectorises in a loop."""
     f = float_type
     info = np.finfo(f)
     bias, shift = f(info.maxexp - 1), f(2.0**mantissa_bits)
@@ -139,8 +141,8 @@ def _exp2_for(float_type, int_type, mantissa_bits, coefficients):
 
     def exp2(x):
         x = min(max(x, lo), hi)  # -inf -> lo -> exactly 0
-        n = np.rint(x)
-        r = x - n  # exact, |r| <= 1/2
+        n = np.floor(x)
+        r = x - n  # exact, 0 <= r < 1
         p = c[0]
         for coefficient in c[1:]:
             p = p * r + coefficient
@@ -465,14 +467,18 @@ class _VectorIR:
         suffix = f"v{self.lanes}f{self.bitwidth}"
         module = builder.module
         self._fma = cgutils.get_or_insert_function(module, ir.FunctionType(self.vector, [self.vector] * 3), f"llvm.fma.{suffix}")
-        self._rint = cgutils.get_or_insert_function(module, ir.FunctionType(self.vector, [self.vector]), f"llvm.rint.{suffix}")
-        self._scalef = None
-        if shape.bits == 512 and host_features().get("avx512f"):  # p * 2^n in one instruction
-            letter = "s" if self.bitwidth == 32 else "d"
-            mask = ir.IntType(self.lanes)
+        self._floor = cgutils.get_or_insert_function(module, ir.FunctionType(self.vector, [self.vector]), f"llvm.floor.{suffix}")
+        self._scalef = self._reduce = None
+        features = host_features() if shape.bits == 512 else {}
+        letter, mask, i32 = "s" if self.bitwidth == 32 else "d", ir.IntType(self.lanes), ir.IntType(32)
+        if features.get("avx512f"):  # p * 2^floor(n) in one instruction
             self._scalef = cgutils.get_or_insert_function(
-                module, ir.FunctionType(self.vector, [self.vector] * 3 + [mask, ir.IntType(32)]),
+                module, ir.FunctionType(self.vector, [self.vector] * 3 + [mask, i32]),
                 f"llvm.x86.avx512.mask.scalef.p{letter}.512")
+        if features.get("avx512f") and features.get("avx512dq"):  # x - floor(x) in one instruction
+            self._reduce = cgutils.get_or_insert_function(
+                module, ir.FunctionType(self.vector, [self.vector, i32, self.vector, mask, i32]),
+                f"llvm.x86.avx512.mask.reduce.p{letter}.512")
 
     def constant(self, value):
         return ir.Constant(self.vector, [ir.Constant(self.scalar, value)] * self.lanes)
@@ -512,23 +518,30 @@ class _VectorIR:
         return self.builder.select(self.builder.fcmp_ordered(">", x, y), x, y)
 
     def exp2(self, x):
-        """2^x for x <= 0 (or -inf), as _exp2: round, polynomial, 2^n; 0 below the normal range.
+        """2^x for x <= 0 (or -inf), as _exp2: n = floor(x), r = x - n, polynomial, 2^n; 0 below
+        the normal range (denormal weights would make the products slow).
 
-        2^n comes from vscalefps where the CPU has AVX-512, else from exponent bits."""
+        With AVX-512, vreduceps gives r and vscalefps multiplies by 2^floor(x) itself; else
+        2^n comes from exponent bits."""
         b = self.builder
         info = np.finfo(np.float32 if self.bitwidth == 32 else np.float64)
-        normal = b.fcmp_ordered(">", x, self.constant(float(info.minexp + 1)))  # false for -inf
+        lowest = self.constant(float(info.minexp))
+        normal = b.fcmp_ordered(">=", x, lowest)  # false for -inf
+        all_lanes = ir.Constant(ir.IntType(self.lanes), (1 << self.lanes) - 1)
+        current_rounding = ir.Constant(ir.IntType(32), 4)  # _MM_FROUND_CUR_DIRECTION
         if not self._scalef:  # exponent bits need a finite n; the masked vscalefps zeroes any lane
-            x = self.maximum(x, self.constant(float(info.minexp + 1)))
-        n = b.call(self._rint, [x])
-        r = b.fsub(x, n)  # exact, |r| <= 1/2
+            x = self.maximum(x, lowest)
+        if self._reduce:  # imm8 9: keep no fraction bits, round down, no precision exception
+            n, r = x, b.call(self._reduce, [x, ir.Constant(ir.IntType(32), 9), x, all_lanes, current_rounding])
+        else:
+            n = b.call(self._floor, [x])
+            r = b.fsub(x, n)  # exact, 0 <= r < 1
         coefficients = EXP2_COEFFICIENTS["float32" if self.bitwidth == 32 else "float64"]
         p = self.constant(coefficients[0])
         for c in coefficients[1:]:
             p = self.fma(p, r, self.constant(c))
         if self._scalef:
-            all_lanes = ir.Constant(ir.IntType(self.lanes), (1 << self.lanes) - 1)
-            power = b.call(self._scalef, [p, n, p, all_lanes, ir.Constant(ir.IntType(32), 4)])
+            power = b.call(self._scalef, [p, n, p, all_lanes, current_rounding])
         else:
             integers = ir.VectorType(ir.IntType(self.bitwidth), self.lanes)
             bits = b.fptosi(b.fadd(n, self.constant(float(info.maxexp - 1))), integers)
