@@ -8,6 +8,8 @@ What makes it fast on a CPU:
   qT (d, NR), so scores, weights and the output accumulator are (keys, NR) and
   (d_v, NR): every vector runs along queries, and the running max and sum of
   the online softmax are lane-wise updates, with no horizontal reductions.
+  Queries past a block's last full panel that fit in one vector run on the
+  micro-kernel one vector wide (TileShape.narrow), not in a padded panel.
 * A register-resident micro-kernel for both tile products, S = K qT and
   acc = alpha * acc + V^T P. It is a Numba @intrinsic that emits LLVM vector IR:
   an MR x NR block of the result lives in MR * NR / lanes vector registers for
@@ -234,6 +236,12 @@ class TileShape:
     def nr(self, itemsize):
         """Queries per panel: the result block's width in elements."""
         return self.nv * self.lanes(itemsize)
+
+    @functools.cached_property
+    def narrow(self):
+        """The same micro-kernel one vector wide, for the queries of a block past its last full panel
+        when they fit in one vector (the plain loops keep their width)."""
+        return self if self.loops else TileShape(self.name, self.bits, self.mr, 1, self.fma)
 
     def __repr__(self):
         return f"TileShape({self.name!r}, {self.bits} bits, {self.mr} x {self.nv} vectors)"
@@ -754,17 +762,20 @@ def _share_sum_of_differences(x, part, parts):
 
 @_parallel_jit
 def _flash(q, k, v, q_index, k_index, v_index, t_k, scale, causal, offset, starts, block_k, out, lse,
-           shape, threads, profiling, cycles):
+           shape, narrow, threads, profiling, cycles):
     """Tasks (batch entry, query block) from a shared counter; batch b reads q[q_index[b]], k[k_index[b]], v[v_index[b]].
 
     Block i holds queries starts[i]:starts[i + 1]. Each thread takes the next task when it
     finishes one, so a thread on a slower or busier core simply does fewer. With causal the
-    blocks go from the last (most keys) to the first.
+    blocks go from the last (most keys) to the first. Queries past a block's last full panel
+    that fit in one vector run on the narrow micro-kernel (shape.narrow) instead of a
+    panel that is mostly padding.
     Each thread first sums x - x over its share of q, k and v: returns True if an entry is
     NaN or +-inf (then the results are not to be used).
     """
     n_batch, n_blocks = q_index.shape[0], starts.size - 1
     n_tasks = n_batch * n_blocks
+    nr, lanes = _tile_cols(shape, q), _tile_cols(narrow, q)
     counter = np.zeros(1, np.int64)
     differences = 0.0
     for thread in prange(threads):  # one iteration per thread
@@ -775,10 +786,18 @@ def _flash(q, k, v, q_index, k_index, v_index, t_k, scale, causal, offset, start
             rank, b = task // n_batch, task % n_batch
             block = n_blocks - 1 - rank if causal else rank
             q0, q1 = starts[block], starts[block + 1]
-            _flash_block(
-                q[q_index[b], q0:q1], k[k_index[b]], v[v_index[b]], t_k, q0, scale, causal, offset,
-                block_k, out[b, q0:q1], lse[b, q0:q1], shape, profiling, cycles[task],
-            )
+            rest = (q1 - q0) % nr
+            split = q1 - rest if rest <= lanes < nr else q1
+            if split > q0:
+                _flash_block(
+                    q[q_index[b], q0:split], k[k_index[b]], v[v_index[b]], t_k, q0, scale, causal, offset,
+                    block_k, out[b, q0:split], lse[b, q0:split], shape, profiling, cycles[task],
+                )
+            if q1 > split:
+                _flash_block(
+                    q[q_index[b], split:q1], k[k_index[b]], v[v_index[b]], t_k, split, scale, causal, offset,
+                    block_k, out[b, split:q1], lse[b, split:q1], narrow, profiling, cycles[task],
+                )
             task = _take_next(counter)
     return differences != 0
 
@@ -960,7 +979,7 @@ def _prepare(q, k, v, causal, block_q, block_k, scale, path):
     count = layout.indices[0].size
     out = np.empty((count, layout.t_q, layout.d_v), layout.work)
     lse = np.empty((count, layout.t_q), layout.work)
-    return (q, k, v, *layout.indices, *layout.settings, out, lse, layout.shape, layout.threads), layout
+    return (q, k, v, *layout.indices, *layout.settings, out, lse, layout.shape, layout.shape.narrow, layout.threads), layout
 
 
 def _run(arguments, profiling, q, k, v):

@@ -231,6 +231,26 @@ def test_guided_blocks_give_the_bits_of_one_panel_blocks(causal, t_q, t_k):
 
 @pytest.mark.parametrize("path", PATHS)
 @pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("causal,t_k", [(False, 300), (True, None), ("bottom_right", 200), ("top_left", 200)])
+def test_queries_past_the_last_full_panel_run_one_vector_wide_with_the_same_bits(path, dtype, causal, t_k):
+    """Blocks of a panel and one vector: the vector's queries run on the narrow micro-kernel,
+    and give the bits they get as part of a full panel (every lane computes alone)."""
+    shape = jit.PATHS[path]
+    nr, lanes = shape.nr(np.dtype(dtype).itemsize), shape.narrow.nr(np.dtype(dtype).itemsize)
+    assert shape.narrow.nv == (shape.nv if shape.loops else 1)
+    rng = np.random.default_rng(8)
+    t_q = 4 * (nr + lanes) + 3
+    q = rng.standard_normal((2, t_q, 40)).astype(dtype)
+    k, v = (rng.standard_normal((2, t_k or t_q, 40)).astype(dtype) for _ in range(2))
+    narrow = jit.flash_attention(q, k, v, causal=causal, block_q=nr + lanes, return_lse=True, path=path)
+    wide = jit.flash_attention(q, k, v, causal=causal, block_q=nr, return_lse=True, path=path)
+    for a, b in zip(narrow, wide):
+        np.testing.assert_array_equal(a, b)
+    assert_matches(q, k, v, causal, block_q=nr + lanes, path=path)
+
+
+@pytest.mark.parametrize("path", PATHS)
+@pytest.mark.parametrize("dtype", DTYPES)
 def test_fully_masked_rows_are_exact_zeros(path, dtype):
     """bottom_right with T_q > T_k: the first T_q - T_k queries see no key at all."""
     rng = np.random.default_rng(1)
