@@ -125,7 +125,8 @@ def test_tiny_weights_are_accurate_or_zero(path, dtype):
 def test_no_weight_is_denormal(path, dtype):
     """Across the bottom of the normal range a weight is a normal number or exactly 0: a
     denormal weight would reach the products, where x86 handles it in microcode (with
-    vscalefps unmasked, wide score ranges made the kernel 10 to 100 times slower)."""
+    vscalefps unmasked, N = 2048 ran 8 times slower with 0.7% of the weights denormal, 80 times
+    with 13%)."""
     info = np.finfo(dtype)
     x = np.linspace(-np.log(info.tiny) - 3, -np.log(info.tiny) + 12, 4001)  # e^-x from 20 tiny to tiny / 10^5
     q = np.ones((x.size, 1, 1), dtype)
