@@ -11,6 +11,7 @@ import http.server
 import os
 import re
 import shutil
+import sys
 import threading
 import tomllib
 from pathlib import Path
@@ -63,7 +64,7 @@ def test_a_redirect_stub_leads_to_a_page_of_the_site(page, base_url, path):
 @pytest.fixture(scope="module")
 def base_url():
     handler = functools.partial(QuietHandler, directory=str(SITE))
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    server = QuietServer(("127.0.0.1", 0), handler)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     yield f"http://127.0.0.1:{server.server_address[1]}/"
@@ -73,6 +74,14 @@ def base_url():
 class QuietHandler(http.server.SimpleHTTPRequestHandler):
     def log_message(self, *args):
         pass
+
+
+class QuietServer(http.server.ThreadingHTTPServer):
+    def handle_error(self, request, client_address):
+        """A browser that navigates away cancels its requests: the connection closes mid-file
+        (BrokenPipeError, ConnectionResetError). Any other error is printed as usual."""
+        if not isinstance(sys.exc_info()[1], ConnectionError):
+            super().handle_error(request, client_address)
 
 
 @pytest.fixture(scope="module")
