@@ -674,14 +674,15 @@ def _tick(profiling, cycles, phase, start):
 
 
 @_jit
-def _flash_block(q, k, v, t_k, q0, scale, causal, offset, block_k, out, lse, shape, profiling, cycles):
-    """One block of queries q (rows, d) starting at row q0 -> out (rows, d_v), lse (rows,).
+def _flash_block(queries, k, v, t_k, q0, q1, scale, causal, offset, block_k, outputs, lses, shape, profiling, cycles):
+    """Queries q0:q1 of queries (T_q, d) -> the same rows of outputs (T_q, d_v) and lses (T_q,).
 
     The block is cut into panels of nr queries; each key tile visits every panel that
     sees one of its keys, so the tile is read from memory once per block. k (T, d) holds
     t_k keys, zero-padded so that every tile's rows round up to mr; v (T, d_vp) has d_vp
     a multiple of mr. Scores are in log2 units (scale holds log2 e).
     """
+    q, out, lse = queries[q0:q1], outputs[q0:q1], lses[q0:q1]
     rows, d, dtype = q.shape[0], q.shape[1], q.dtype
     mr, nr = _tile_rows(shape), _tile_cols(shape, q)
     d_v, d_vp = out.shape[1], v.shape[1]
@@ -788,16 +789,13 @@ def _flash(q, k, v, q_index, k_index, v_index, t_k, scale, causal, offset, start
             q0, q1 = starts[block], starts[block + 1]
             rest = (q1 - q0) % nr
             split = q1 - rest if rest <= lanes < nr else q1
+            q_b, k_b, v_b, out_b, lse_b = q[q_index[b]], k[k_index[b]], v[v_index[b]], out[b], lse[b]
             if split > q0:
-                _flash_block(
-                    q[q_index[b], q0:split], k[k_index[b]], v[v_index[b]], t_k, q0, scale, causal, offset,
-                    block_k, out[b, q0:split], lse[b, q0:split], shape, profiling, cycles[task],
-                )
+                _flash_block(q_b, k_b, v_b, t_k, q0, split, scale, causal, offset, block_k, out_b, lse_b,
+                             shape, profiling, cycles[task])
             if q1 > split:
-                _flash_block(
-                    q[q_index[b], split:q1], k[k_index[b]], v[v_index[b]], t_k, split, scale, causal, offset,
-                    block_k, out[b, split:q1], lse[b, split:q1], narrow, profiling, cycles[task],
-                )
+                _flash_block(q_b, k_b, v_b, t_k, split, q1, scale, causal, offset, block_k, out_b, lse_b,
+                             narrow, profiling, cycles[task])
             task = _take_next(counter)
     return differences != 0
 

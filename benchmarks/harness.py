@@ -6,8 +6,9 @@
 
 float32, (batch, heads) = (1, 1), d = 64, causal and not, on every core. Within each
 repeat the implementations run one after another (see attncore.bench.timing): times
-are medians, and jit/x is the median of the ratios within each repeat. Peak two ways: theoretical (cores x FMA pipes x lanes x 2 x clock)
-and measured (single-thread sgemm rate per core x cores, timed beside each size).
+are medians, and jit/x is the median of the ratios within each repeat. Peak two ways:
+theoretical (cores x FMA pipes x lanes x 2 x clock) and measured (single-thread sgemm
+rate per core x cores, timed beside each size).
 Results go to --out as JSON with the machine description.
 """
 import argparse

@@ -3,9 +3,10 @@
 Within each repeat the implementations run one after another (each timed call right
 after an untimed one of its own), so two calls of one repeat ran side by side: the ratio
 of two implementations is the median over the repeats of their ratio within a repeat,
-and a slow phase of the machine that hits one repeat moves neither. Times are medians. FLOPs: 4 N^2 d (two matmuls), half of it when causal. Each repeat
-also times one float32 (1024, 1024) product on one BLAS thread, so the kernel's rate
-can be compared with the single-thread sgemm rate measured beside it.
+and a slow phase of the machine that hits one repeat moves neither. Times are medians.
+FLOPs: 4 N^2 d (two matmuls), half of it when causal. Each repeat also times one float32
+(1024, 1024) product on one BLAS thread, so the kernel's rate can be compared with the
+single-thread sgemm rate measured beside it.
 """
 import importlib.util
 import os
