@@ -64,26 +64,33 @@ def softmax_one(x, axis=-1, mask=None):
     return e / (np.exp(-m) + np.sum(e, axis=axis, keepdims=True))
 
 
-def sparsemax(x, axis=-1):
+def sparsemax(x, axis=-1, mask=None):
     """Euclidean projection of x onto the probability simplex (Martins & Astudillo, 2016).
 
     out_i = max(x_i - tau, 0) with tau chosen so the row sums to 1; low scores get
-    exactly 0, so rows lie on a face of the simplex.
+    exactly 0, so rows lie on a face of the simplex. Shift-invariant, so computed on
+    x - max (without it float32 rows at 1e4 leave the simplex). Masked (or -inf)
+    entries are exactly 0; a fully masked slice is all zeros. Same shape and dtype.
     """
-    x = np.moveaxis(as_float_array("x", x), axis, -1)
-    z = -np.sort(-x, axis=-1)  # descending
-    k = np.arange(1, x.shape[-1] + 1, dtype=x.dtype)
-    cumulative = np.cumsum(z, axis=-1)
-    in_support = 1 + k * z > cumulative
+    x, m = _prepare(x, axis, mask)
+    z = np.moveaxis(x - m, axis, -1)  # row max 0; masked entries -inf
+    z_sorted = -np.sort(-z, axis=-1)  # descending, masked entries last
+    k = np.arange(1, z.shape[-1] + 1, dtype=z.dtype)
+    in_support = 1 + k * z_sorted > np.cumsum(z_sorted, axis=-1)  # a prefix; empty iff fully masked
     support_size = np.sum(in_support, axis=-1, keepdims=True)
-    tau = (np.take_along_axis(cumulative, support_size - 1, axis=-1) - 1) / support_size
-    return np.moveaxis(np.maximum(x - tau.astype(x.dtype), 0), -1, axis)
+    support_sum = np.sum(np.where(in_support, z_sorted, 0), axis=-1, keepdims=True)
+    tau = np.where(support_size > 0, (support_sum - 1) / np.maximum(support_size, 1), 0)
+    return np.moveaxis(np.maximum(z - tau.astype(z.dtype), 0), -1, axis)
 
 
 def hardmax(x, axis=-1):
-    """One-hot argmax along axis (the first maximum on ties): a vertex of the simplex."""
+    """One-hot argmax along axis (the first maximum on ties): a vertex of the simplex.
+
+    Empty input (no keys, or no rows) gives an empty result of the same shape, as softmax does.
+    """
     x = as_float_array("x", x)
-    winner = np.expand_dims(np.argmax(x, axis=axis), axis)
     out = np.zeros_like(x)
-    np.put_along_axis(out, winner, 1, axis=axis)
+    if x.size == 0:  # argmax has nothing to pick
+        return out
+    np.put_along_axis(out, np.expand_dims(np.argmax(x, axis=axis), axis), 1, axis=axis)
     return out

@@ -83,20 +83,27 @@ def softmax_one_row(row):
     return [e / total for e in numerators]
 
 
-def sparsemax_row(row, iterations=200):
+def sparsemax_row(row, mask=None, iterations=200):
     """Euclidean projection onto the simplex, by bisection on the threshold tau.
 
     The library sorts; this finds tau with sum_i max(x_i - tau, 0) = 1 by bisection
     (the left side is continuous and decreasing in tau, equal to >= 1 at
     tau = max - 1 and 0 at tau = max), then recomputes tau exactly from the support
     {i : x_i > tau} so the result does not carry the bisection's last-step error.
+    Works on x - max (sparsemax is shift-invariant), so rows at large offsets keep
+    their digits. Masked (or -inf) entries get exactly 0; a row with nothing kept is all zeros.
     """
-    row = _floats(row)
-    lo, hi = max(row) - 1.0, max(row)
+    row, keep = _floats(row), _keep(row, mask)
+    kept = [x for x, k in zip(row, keep) if k and x != NEG_INF]
+    if not kept:
+        return [0.0] * len(row)
+    top = max(kept)
+    kept = [x - top for x in kept]
+    lo, hi = -1.0, 0.0
 
     def excess(tau):
         total = 0.0
-        for x in row:
+        for x in kept:
             if x > tau:
                 total += x - tau
         return total - 1.0
@@ -108,9 +115,9 @@ def sparsemax_row(row, iterations=200):
         else:
             hi = mid
     tau = 0.5 * (lo + hi)
-    support = [x for x in row if x > tau]
+    support = [x for x in kept if x > tau]
     tau = (sum(support) - 1.0) / len(support)
-    return [max(x - tau, 0.0) for x in row]
+    return [max(x - top - tau, 0.0) if k and x != NEG_INF else 0.0 for x, k in zip(row, keep)]
 
 
 def hardmax_row(row):

@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 
 import attncore as ac
 import reference as ref
+from attncore.invariants import check_rows
 
 AXES = [0, 1, 2, -1, -2]
 
@@ -216,6 +217,31 @@ def test_sparsemax_ties_and_single_entry(dtype):
     np.testing.assert_array_equal(ac.sparsemax(np.array([2.5, 1.0, 0.0], dtype)), np.array([1.0, 0, 0], dtype))
 
 
+@pytest.mark.parametrize("offset", [1e4, 1e6, 1e7])
+def test_sparsemax_stays_on_the_simplex_at_large_offsets(offset):
+    """Review 3.5.12: without the row max subtracted these float32 rows summed to 0.998, 1.25 and 4."""
+    x = (np.array([[0.3, 0.1, -0.2, 0.25], [0.0, 1.0, 2.0, 3.0]]) + offset).astype(np.float32)
+    out = ac.sparsemax(x)
+    assert out.dtype == np.float32 and check_rows(out).on_simplex, check_rows(out)
+    np.testing.assert_allclose(out, ref.rows_apply(ref.sparsemax_row, x), rtol=0, atol=8 * 4 * ref.eps(np.float32))
+
+
+@pytest.mark.parametrize("shape, axis", [((2, 0), -1), ((0, 3), -1), ((0, 3), 0), ((2, 0, 3), 1)])
+@pytest.mark.parametrize("fn", [ac.sparsemax, ac.hardmax, ac.softmax], ids=lambda f: f.__name__)
+def test_empty_input_gives_an_empty_result(fn, shape, axis, dtype):
+    """No keys or no rows: an empty result of the input's shape and dtype (what softmax does)."""
+    out = fn(np.zeros(shape, dtype), axis=axis)
+    assert out.shape == shape and out.dtype == dtype
+
+
+def test_sparsemax_fully_masked_row_is_zero_without_warnings(dtype):
+    x = np.array([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0], [0.5, -np.inf, 0.0]], dtype)
+    mask = np.array([[False, False, False], [True, False, True], [True, True, True]])
+    with np.errstate(all="raise"):
+        out = ac.sparsemax(x, mask=mask)
+    np.testing.assert_array_equal(out, np.array([[0, 0, 0], [0, 0, 1], [0.75, 0, 0.25]], dtype))
+
+
 @pytest.mark.parametrize("axis", AXES)
 def test_hardmax_matches_reference(rng, dtype, axis):
     x = rng.integers(-2, 3, size=(3, 4, 5)).astype(dtype)  # small integers: many ties
@@ -335,6 +361,51 @@ def test_sparsemax_rows_lie_on_the_simplex(dtype, data):
     # the largest score is always in the support
     top = np.take_along_axis(out, np.argmax(x, axis=-1)[..., None], axis=-1)
     assert np.all(top > 0)
+
+
+@given(dtype=dtypes, data=st.data())
+def test_sparsemax_shift_invariance(dtype, data):
+    """sparsemax(x + c) = sparsemax(x) for a per-row c up to 2^20. x is on a grid of 1/8 and c
+    whole, so x + c is exact in float32 too, and so is x - max: the results are identical."""
+    shape = data.draw(hnp.array_shapes(min_dims=1, max_dims=2, min_side=1, max_side=8))
+    x = data.draw(hnp.arrays(np.int64, shape, elements=st.integers(-80, 80))) / 8
+    c = data.draw(hnp.arrays(np.int64, (*shape[:-1], 1), elements=st.integers(-(2**20), 2**20)))
+    np.testing.assert_array_equal(ac.sparsemax((x + c).astype(dtype)), ac.sparsemax(x.astype(dtype)))
+
+
+@given(dtype=dtypes, data=st.data())
+def test_sparsemax_rows_with_their_own_offsets(dtype, data):
+    """Each row shifted by its own offset up to 1e7: still on the simplex, still the reference."""
+    x = data.draw(score_arrays(dtype, bound=10.0, max_dims=2))
+    offsets = data.draw(hnp.arrays(dtype, (*x.shape[:-1], 1), elements=_finite(dtype, 1e7)))
+    shifted = (x + offsets).astype(dtype)
+    out = ac.sparsemax(shifted)
+    n = x.shape[-1]
+    spread = float(np.ptp(shifted.astype(np.float64), axis=-1).max())  # <= 20 + the rounding of x + offset
+    # as in test_sparsemax_rows_lie_on_the_simplex, with max|x - max| = spread
+    atol = 4 * n * n * ref.eps(dtype) * (1 + spread)
+    np.testing.assert_allclose(out, ref.rows_apply(ref.sparsemax_row, shifted), rtol=0, atol=2 * atol)
+    assert np.all(out >= 0)
+    assert np.all(np.abs(out.astype(np.float64).sum(axis=-1) - 1) <= atol)
+
+
+@given(dtype=dtypes, data=st.data())
+def test_masked_sparsemax_rows(dtype, data):
+    """Masked entries get 0, fully masked rows are zero (never NaN), the rest is the projection of
+    the kept scores; a -inf score is the same as a masked one."""
+    x = data.draw(score_arrays(dtype, bound=10.0))
+    mask = data.draw(hnp.arrays(np.bool_, x.shape))
+    out = ac.sparsemax(x, mask=mask)
+    assert out.dtype == dtype and not np.isnan(out).any()
+    assert np.all(out[~mask] == 0)
+    sums = out.astype(np.float64).sum(axis=-1)
+    any_kept = mask.any(axis=-1)
+    assert np.all(sums[~any_kept] == 0)
+    n = x.shape[-1]
+    assert np.all(np.abs(sums[any_kept] - 1) <= 4 * n * n * ref.eps(dtype) * 21)
+    want = ref.rows_apply(ref.sparsemax_row, x, mask=mask)
+    np.testing.assert_allclose(out, want, rtol=0, atol=8 * n * n * ref.eps(dtype) * 21)
+    np.testing.assert_array_equal(ac.sparsemax(np.where(mask, x, -np.inf).astype(dtype)), out)
 
 
 @given(dtype=dtypes, data=st.data())
