@@ -29,7 +29,9 @@ class RowReport:
 
     Fields are plain floats and ints; `worst_row` is the index (a tuple over
     the leading and query axes) of the row whose sum is furthest from its target.
-    Fully masked rows (every key masked) have target sum 0; all others target 1.
+    Fully masked rows (every key masked, or no key at all: T_k = 0) have target sum 0;
+    all others target 1. With no entry (or no row) the minima and maxima are NaN and
+    the claims hold vacuously.
     """
 
     shape: tuple
@@ -50,7 +52,7 @@ class RowReport:
 
     @property
     def entries_in_unit_interval(self):
-        return self.finite and self.min_entry >= 0 and self.max_entry <= 1
+        return self.finite and not (self.min_entry < 0 or self.max_entry > 1)  # NaN: no entry
 
     @property
     def on_simplex(self):
@@ -66,7 +68,7 @@ class RowReport:
         """Entries in [0, 1], nothing on masked keys, row sums at most 1 (softmax-1 rows)."""
         return (
             self.entries_in_unit_interval
-            and self.max_row_sum <= 1 + self.atol
+            and not self.max_row_sum > 1 + self.atol  # NaN: no row
             and self.masked_mass == 0
         )
 
@@ -83,10 +85,13 @@ class RowReport:
 
 
 def check_rows(weights, mask=None, atol=None):
-    """Report on the rows of weights (..., T_q, T_k), with an optional boolean mask."""
+    """Report on the rows of weights (..., T_q, T_k), with an optional boolean mask.
+
+    Empty weights (T_k = 0, or no rows) get a report, as softmax gives them a result.
+    """
     w = np.asarray(weights)
-    if w.ndim < 1 or w.shape[-1] == 0:
-        raise ValueError(f"weights must have shape (..., T_q, T_k) with T_k >= 1, got {w.shape}")
+    if w.ndim < 1:
+        raise ValueError(f"weights must have shape (..., T_q, T_k) or (T_k,), got a scalar, shape {w.shape}")
     atol = default_atol(w.shape[-1], w.dtype) if atol is None else float(atol)
     allowed = np.ones(w.shape, bool) if mask is None else as_mask(mask, w.shape)
     empty = ~allowed.any(axis=-1)
@@ -95,7 +100,7 @@ def check_rows(weights, mask=None, atol=None):
         sums = w64.sum(axis=-1)
         error = np.abs(sums - np.where(empty, 0.0, 1.0))
     error = np.where(np.isnan(error), np.inf, error)
-    worst = np.unravel_index(np.argmax(error), error.shape) if error.ndim else ()
+    worst, worst_error = _worst(error)
     return RowReport(
         shape=w.shape,
         atol=atol,
@@ -104,11 +109,19 @@ def check_rows(weights, mask=None, atol=None):
         max_entry=_ignoring_nan(np.max, w64),
         min_row_sum=_ignoring_nan(np.min, sums),
         max_row_sum=_ignoring_nan(np.max, sums),
-        worst_row=tuple(int(i) for i in worst),
-        worst_row_error=float(error[worst]),
+        worst_row=worst,
+        worst_row_error=worst_error,
         masked_mass=float(np.abs(np.where(allowed, 0, w64)).sum()),
         empty_rows=int(empty.sum()),
     )
+
+
+def _worst(error):
+    """The index (a tuple) of the largest entry of error and that entry; ((), 0.0) when it is empty."""
+    if error.size == 0:
+        return (), 0.0
+    index = np.unravel_index(np.argmax(error), error.shape)
+    return tuple(int(i) for i in index), float(error[index])
 
 
 def _ignoring_nan(reduce, x):

@@ -85,3 +85,20 @@ def test_output_outside_hull_is_measured(rng):
     assert report.max_mix_error == pytest.approx(1.5)
     assert report.max_hull_excess == pytest.approx(1.0)
     assert not report.convex
+
+
+@pytest.mark.parametrize("shape", [(2, 0), (0, 3), (0,), (2, 0, 3), (2, 3, 0)])
+def test_empty_weights_get_a_report(shape):
+    """No keys or no rows: a report (as softmax gives a result), not an IndexError or argmax error.
+    A row with no key is like a fully masked row: it is all zeros, and so on the simplex."""
+    w = attncore.softmax(np.zeros(shape))
+    report = invariants.check_rows(w, mask=np.ones(shape, bool))
+    assert report.on_simplex and report.sub_stochastic, str(report)
+    assert report.worst_row_error == 0 and report.masked_mass == 0
+    assert report.empty_rows == (int(np.prod(shape[:-1])) if shape[-1] == 0 else 0)
+    assert report.shape == shape and "on the simplex" in str(report)
+
+
+def test_scalar_weights_are_refused():
+    with pytest.raises(ValueError, match=r"weights must have shape \(\.\.\., T_q, T_k\).*shape \(\)"):
+        invariants.check_rows(np.float64(0.5))
