@@ -135,10 +135,8 @@ def weights_from_lse(q, k, lse, rows=None, *, causal=False, scale=None):
     This is how one inspects attention that a fused kernel never materialised.
     """
     q, k = check_qk(q, k)
-    lse = as_float_array("lse", lse, allow_neg_inf=True)
+    lse = _check_lse(lse, q, k)
     t_q = q.shape[-2]
-    if lse.ndim < 1 or lse.shape[-1] != t_q:
-        raise ValueError(f"lse must have shape (..., T_q) with T_q = {t_q} as q {q.shape}, got {lse.shape}")
     rows = _row_indices(rows, t_q)
     scale = resolve_scale(scale, q.shape[-1])
     s = (q[..., rows, :] @ np.swapaxes(k, -1, -2)) * np.asarray(scale, np.result_type(q, k))
@@ -147,6 +145,25 @@ def weights_from_lse(q, k, lse, rows=None, *, causal=False, scale=None):
         s = np.where(np.arange(k.shape[-2]) <= rows[:, None] + offset, s, -np.inf)
     lse_rows = lse[..., rows, None]
     return np.where(np.isneginf(lse_rows), 0, np.exp(s - np.where(np.isneginf(lse_rows), 0, lse_rows)))
+
+
+def _check_lse(lse, q, k):
+    """lse as a float array (..., T_q) for q (..., T_q, d_k) and k (..., T_k, d_k): T_q as q's,
+    and leading dimensions that broadcast with those of q and k."""
+    batch = leading_shape(q=q, k=k)
+    lse = as_float_array("lse", lse, allow_neg_inf=True)
+    t_q = q.shape[-2]
+    if lse.ndim < 1 or lse.shape[-1] != t_q:
+        raise ValueError(f"lse must have shape (..., T_q) with T_q = {t_q} as q {q.shape}, got {lse.shape}")
+    try:
+        np.broadcast_shapes(lse.shape[:-1], batch)
+    except ValueError:
+        raise ValueError(
+            f"lse with shape {lse.shape} does not fit q {q.shape} and k {k.shape}: its leading (batch, head) "
+            f"dimensions must broadcast with theirs, {batch}; flash_attention(q, k, v, return_lse=True) "
+            f"returns lse of shape {(*batch, t_q)}"
+        ) from None
+    return lse
 
 
 def _row_indices(rows, t_q):

@@ -245,6 +245,18 @@ def test_lse_with_the_wrong_shape():
         ac.weights_from_lse(_z(3, 4), _z(5, 4), np.full(3, np.nan))
 
 
+def test_lse_and_q_k_with_batch_dimensions_that_do_not_broadcast():
+    """Review 3.5.2: these were raw NumPy broadcast (or matmul) errors."""
+    match = (r"lse with shape \(3, 3\) does not fit q \(2, 3, 4\) and k \(2, 5, 4\): .*"
+             r"must broadcast with theirs, \(2,\); .* returns lse of shape \(2, 3\)")
+    with pytest.raises(ValueError, match=match):
+        ac.weights_from_lse(_z(2, 3, 4), _z(2, 5, 4), _z(3, 3))
+    with pytest.raises(ValueError, match=r"leading \(batch, head\) dimensions must broadcast, got q \(2, 3, 4\), k \(3, 5, 4\)"):
+        ac.weights_from_lse(_z(2, 3, 4), _z(3, 5, 4), _z(2, 3))
+    # lse broadcast over q and k (v had a batch axis they lack) still works
+    assert ac.weights_from_lse(_z(3, 4), _z(5, 4), _z(2, 3)).shape == (2, 3, 5)
+
+
 # --------------------------------------------------------------------------- mask constructors
 
 
