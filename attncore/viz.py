@@ -11,6 +11,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.patches import Patch, Polygon, Rectangle
 
+from ._checks import as_mask
 from .invariants import check_rows
 
 MASKED_COLOR = "0.85"
@@ -44,7 +45,8 @@ def plot_attention(weights, query_labels=None, key_labels=None, mask=None, ax=No
                    show_values=None, show_row_sums=True, title=None):
     """Heatmap of weights (T_q, T_k): row i is query i, column j is key j.
 
-    mask (T_q, T_k), True = may attend: masked cells are drawn hatched. The row-sum
+    mask: boolean, broadcasting to (T_q, T_k), True = may attend (an additive 0/-inf
+    mask is refused, not drawn inverted): masked cells are drawn hatched. The row-sum
     bar is drawn in an axis attached to the right. show_values writes each weight
     in its cell (default: when the matrix is at most 12 x 12). Returns the heatmap Axes.
     """
@@ -65,7 +67,7 @@ def plot_attention(weights, query_labels=None, key_labels=None, mask=None, ax=No
     ax.xaxis.tick_top()
     if title:
         ax.set_title(title, pad=28)
-    allowed = np.ones(w.shape, bool) if mask is None else np.broadcast_to(np.asarray(mask, bool), w.shape)
+    allowed = np.ones(w.shape, bool) if mask is None else as_mask(mask, w.shape)
     blocked = ~allowed
     for i, j in zip(*np.nonzero(blocked)):
         ax.add_patch(Rectangle((j - 0.5, i - 0.5), 1, 1, facecolor=MASKED_COLOR,
@@ -101,14 +103,16 @@ def simplex_coordinates(points):
 
 
 def plot_simplex(points, labels=None, ax=None, corner_labels=("key 0", "key 1", "key 2")):
-    """The probability simplex of 3 keys as a triangle, with each row (n, 3) as a point.
+    """The probability simplex of 3 keys as a triangle, with each row (n, 3) as a point
+    (one row (3,) is one point).
 
     Rows must be distributions: a row summing to less than 1 (softmax-1, say) would
     be drawn as if its missing mass went to key 0, so it is refused.
     """
-    report = check_rows(np.atleast_2d(points))
-    if np.shape(points)[-1] != 3 or not report.on_simplex:
-        raise ValueError(f"points must be rows of 3 weights on the simplex, shape (n, 3); got "
+    p = np.atleast_2d(np.asarray(points, dtype=float))
+    report = check_rows(p)
+    if p.ndim != 2 or p.shape[-1] != 3 or not report.on_simplex:
+        raise ValueError(f"points must be rows of 3 weights on the simplex, shape (n, 3) or (3,); got "
                          f"shape {np.shape(points)}: {report}")
     if ax is None:
         _, ax = plt.subplots(figsize=(4.5, 4), layout="constrained")
@@ -116,7 +120,7 @@ def plot_simplex(points, labels=None, ax=None, corner_labels=("key 0", "key 1", 
     ax.fill(*corners.T, facecolor="0.95", edgecolor="black")
     for corner, name, offset in zip(corners, corner_labels, [(-0.08, -0.06), (0.08, -0.06), (0, 0.05)]):
         ax.annotate(name, corner, xytext=corner + offset, ha="center", va="center")
-    xy = simplex_coordinates(points)
+    xy = simplex_coordinates(p)
     labels = [None] * len(xy) if labels is None else labels
     for (x, y), label in zip(xy, labels):
         ax.plot(x, y, "o", markersize=7, label=label)

@@ -40,6 +40,16 @@ def test_masked_cells_are_marked_and_not_annotated(rng):
     assert len(ax.texts) == mask.sum()
 
 
+def test_additive_mask_is_refused_not_drawn_inverted(rng):
+    """Review 3.5.7: np.asarray(mask, bool) turned 0 (allowed) into False and -inf into True."""
+    allowed = attncore.masks.causal(4)
+    w = attncore.softmax(rng.normal(size=(4, 4)), mask=allowed)
+    with pytest.raises(ValueError, match=r"mask must be a boolean array.*got dtype float32 with shape \(4, 4\)"):
+        viz.plot_attention(w, mask=attncore.masks.to_additive(allowed))
+    ax = viz.plot_attention(w, mask=allowed[-1:])  # a boolean mask still broadcasts: (1, T_k)
+    assert not [p for p in ax.patches if isinstance(p, Rectangle) and p.get_hatch()]
+
+
 def test_row_sum_bar_shows_each_row_sum(rng):
     w = attncore.softmax(rng.normal(size=(6, 3)))
     ax = viz.plot_attention(w)
@@ -60,6 +70,15 @@ def test_simplex_corners_and_centre():
     np.testing.assert_allclose(xy[3], xy[:3].mean(axis=0))
     ax = viz.plot_simplex(np.full((1, 3), 1 / 3), labels=["uniform"])
     assert ax.get_legend() is not None
+
+
+def test_simplex_draws_a_single_row_as_one_point():
+    """Review 3.5.3: a 1-D row raised a TypeError while unpacking its coordinates."""
+    row = np.array([0.2, 0.3, 0.5])
+    ax = viz.plot_simplex(row, labels=["one row"])
+    points = [line for line in ax.get_lines() if line.get_marker() == "o"]
+    assert len(points) == 1 and points[0].get_label() == "one row"
+    np.testing.assert_allclose(np.ravel(points[0].get_xydata()), viz.simplex_coordinates(row))
 
 
 def test_simplex_refuses_rows_that_are_not_distributions():
