@@ -36,7 +36,9 @@ What makes it fast on a CPU:
   end; with causal the queue starts at the last query), so the small ones fill
   in at the end.
 
-The micro-kernel's shape follows the host CPU (llvmlite.binding.get_host_cpu_features):
+The micro-kernel's shape follows the CPU features Numba compiles for (host_features:
+the host's, minus AVX when Numba turns it off, e.g. NUMBA_ENABLE_AVX=0; a path slower
+than the CPU could run comes with a RuntimeWarning and kernel_info()["note"]):
 "avx512" (16 float32 lanes, 8 x 48 block: 24 of the 32 zmm registers), "avx2"
 (8 lanes, 4 x 24: 12 of 16 ymm), "portable" (4 lanes, 4 x 8, fused only where
 the target has FMA: SSE2, NEON, anything LLVM targets) and "loops" (plain Numba
@@ -59,6 +61,7 @@ import functools
 import heapq
 import math
 import os
+import warnings
 from typing import NamedTuple
 
 try:
@@ -261,14 +264,25 @@ ENV_PATH = "ATTNCORE_JIT_PATH"
 
 
 def host_features():
-    """The CPU features that Numba compiles for: NUMBA_CPU_FEATURES if set, else the host's."""
+    """The CPU features that Numba compiles for, {name: enabled}: its JIT codegen's feature
+    string, which is NUMBA_CPU_FEATURES if set ("" for NUMBA_CPU_NAME=generic), else the
+    host's with every avx* feature off when AVX is disabled (NUMBA_ENABLE_AVX=0, or
+    Numba's default on CPU names such as sandybridge and nocona). Emitting an instruction
+    outside them aborts the process in LLVM, so the paths and intrinsics follow these."""
+    from numba.core.registry import cpu_target
+
+    text = cpu_target.target_context.codegen()._tm_features  # what the target machine was made with
+    return {f[1:]: f[0] == "+" for f in text.split(",") if f}
+
+
+def _cpu_features():
+    """The features the CPU itself reports (llvmlite), whatever Numba compiles for; {} if unknown."""
     from llvmlite import binding
 
-    if numba.config.CPU_FEATURES:
-        return {f[1:]: f[0] == "+" for f in numba.config.CPU_FEATURES.split(",") if f}
-    if numba.config.CPU_NAME and numba.config.CPU_NAME != "host":
-        return {}  # a named generic target: assume nothing
-    return dict(binding.get_host_cpu_features())
+    try:
+        return dict(binding.get_host_cpu_features())
+    except RuntimeError:
+        return {}
 
 
 def host_path(features=None):
@@ -284,7 +298,21 @@ def host_path(features=None):
 
 @functools.cache
 def _host_path():
-    return host_path(host_features())
+    path = host_path(host_features())
+    note = _slower_path_note(path)
+    if note:
+        warnings.warn(note, RuntimeWarning, stacklevel=2)
+    return path
+
+
+def _slower_path_note(path):
+    """Why `path` (what Numba's target allows) is not the path the CPU could run; None when it is."""
+    cpu_path = host_path(_cpu_features())
+    if cpu_path == path:
+        return None
+    return (f"attncore.jit runs the {path!r} path, not {cpu_path!r}: Numba compiles without some features "
+            f"this CPU has (NUMBA_ENABLE_AVX=0, NUMBA_CPU_NAME or NUMBA_CPU_FEATURES, or Numba's default "
+            f"for this CPU name). Results are the same, only slower.")
 
 
 def _resolve_path(path):
@@ -1072,7 +1100,8 @@ def tile_product(a, b, *, path=None, repeats=1):
 def kernel_info(path=None, asm=False):
     """What attncore.jit runs here: the path and its micro-kernel, the CPU, the exp2
     polynomial, the compile cache of the attention kernel; with asm, the machine code
-    of the float32 micro-kernel (the compiled tile_product of this path)."""
+    of the float32 micro-kernel (the compiled tile_product of this path). "note" says
+    why host_path is slower than the CPU could run (Numba compiles without AVX), or is None."""
     name = _resolve_path(path)
     shape = PATHS[name]
     stats = _flash.stats
@@ -1081,6 +1110,7 @@ def kernel_info(path=None, asm=False):
     info = {
         "path": name,
         "host_path": host_path(),
+        "note": _slower_path_note(host_path()),
         "forced_by": "argument" if path else ENV_PATH if os.environ.get(ENV_PATH) else None,
         "cpu_name": numba.config.CPU_NAME or binding.get_host_cpu_name(),
         "vector_bits": shape.bits,

@@ -393,6 +393,35 @@ def test_profile_shares_add_up():
         assert all(0 <= x <= 1 for x in shares.values()) and sum(shares.values()) == pytest.approx(1)
 
 
+def test_without_avx_the_portable_path_runs_instead_of_aborting(tmp_path):
+    """Review 4.2.1: under NUMBA_ENABLE_AVX=0 the AVX-512 intrinsics were still emitted (from the
+    raw host features) and LLVM aborted the process (exit 134). The paths now follow what Numba
+    compiles for: the portable path, with a note when the CPU could run a faster one; a forced
+    avx512 path gets generic vector IR that LLVM lowers."""
+    code = (
+        "import warnings\n"
+        "import numpy as np\n"
+        "import attncore\n"
+        "from attncore import jit\n"
+        "rng = np.random.default_rng(0)\n"
+        "q, k, v = (rng.standard_normal((2, 37, 16)).astype(np.float32) for _ in range(3))\n"
+        "want = attncore.flash_attention(q, k, v, causal=True)\n"
+        "with warnings.catch_warnings(record=True) as caught:\n"
+        "    warnings.simplefilter('always')\n"
+        "    errors = [float(np.abs(jit.flash_attention(q, k, v, causal=True, path=p) - want).max())\n"
+        "              for p in (None, 'avx512')]\n"
+        "info = jit.kernel_info()\n"
+        "print(info['path'], info['note'] is not None, len(caught), max(errors))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          env={**os.environ, "NUMBA_ENABLE_AVX": "0", "NUMBA_CACHE_DIR": str(tmp_path)})
+    assert done.returncode == 0, done.stderr[-3000:]
+    path, noted, warned, error = done.stdout.split()
+    assert path == "portable" and float(error) < 1e-5
+    slower = jit.host_path(jit._cpu_features()) != "portable"  # this CPU has AVX2 or AVX-512
+    assert noted == str(slower) and warned == str(int(slower))
+
+
 def test_environment_variable_forces_a_path():
     code = "from attncore import jit\ninfo = jit.kernel_info()\nprint(info['path'], info['forced_by'])"
     assert run_python(code, ATTNCORE_JIT_PATH="loops").split() == ["loops", "ATTNCORE_JIT_PATH"]
