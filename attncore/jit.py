@@ -1065,6 +1065,8 @@ def _products(a, b, out, shape, repeats):
     """out = a @ b through the micro-kernel, `repeats` times: a (M, K), b (K, nr * panels),
     out (M, nr * panels), M a multiple of mr. b is packed into panels (K, nr) once."""
     mr, nr = _tile_rows(shape), _tile_cols(shape, a)
+    if b.shape[0] < a.shape[1]:  # the micro-kernel reads a.shape[1] rows of b, unchecked
+        raise ValueError("_products: b has fewer rows than a has columns")
     panels = b.shape[1] // nr
     b_panels = np.empty((panels, b.shape[0], nr), b.dtype)
     for p in range(panels):
@@ -1086,15 +1088,30 @@ def tile_product(a, b, *, path=None, repeats=1):
     a (M, K), b (K, N) -> (M, N); M and N are zero-padded to multiples of the block.
     repeats > 1 computes the product that many times inside compiled code (for timing)."""
     shape = PATHS[_resolve_path(path)]
-    a, b = np.asarray(a), np.asarray(b)
+    a, b = _check_product(a, b)
+    repeats = positive_int("repeats", repeats)
     dtype = _compute_dtype(np.result_type(a, b))
     nr = shape.nr(np.dtype(dtype).itemsize)
     m, n = _round_up(a.shape[0], shape.mr), _round_up(b.shape[1], nr)
     a_pad, b_pad = np.zeros((m, a.shape[1]), dtype), np.zeros((b.shape[0], n), dtype)
     a_pad[: a.shape[0]], b_pad[:, : b.shape[1]] = a, b
     out = np.empty((m, n), dtype)
-    _products(a_pad, b_pad, out, shape, positive_int("repeats", repeats))
+    _products(a_pad, b_pad, out, shape, repeats)
     return out[: a.shape[0], : b.shape[1]]
+
+
+def _check_product(a, b):
+    """a (M, K) and b (K, N) as arrays, checked before the micro-kernel reads K rows of b."""
+    a, b = np.asarray(a), np.asarray(b)
+    for name, x, layout in (("a", a, "(M, K)"), ("b", b, "(K, N)")):
+        if x.ndim != 2:
+            raise ValueError(f"{name} must have shape {layout}, got shape {x.shape}")
+    if a.shape[1] != b.shape[0]:
+        raise ValueError(
+            f"a and b must share K (a's columns, b's rows): a has shape {a.shape}, b has shape {b.shape}; "
+            f"b needs shape ({a.shape[1]}, N)"
+        )
+    return a, b
 
 
 def kernel_info(path=None, asm=False):

@@ -393,6 +393,24 @@ def test_profile_shares_add_up():
         assert all(0 <= x <= 1 for x in shares.values()) and sum(shares.values()) == pytest.approx(1)
 
 
+@pytest.mark.parametrize(
+    "a_shape, b_shape, match",
+    [
+        ((2, 5), (3, 2), r"a and b must share K .*a has shape \(2, 5\), b has shape \(3, 2\); b needs shape \(5, N\)"),
+        ((2, 4000), (3, 2), r"a has shape \(2, 4000\), b has shape \(3, 2\); b needs shape \(4000, N\)"),
+        ((3,), (3, 2), r"a must have shape \(M, K\), got shape \(3,\)"),
+        ((2, 3), (3,), r"b must have shape \(K, N\), got shape \(3,\)"),
+        ((2, 3, 3), (3, 2), r"a must have shape \(M, K\), got shape \(2, 3, 3\)"),
+    ],
+    ids=["K differs", "K far larger", "a 1-D", "b 1-D", "a 3-D"],
+)
+def test_tile_product_checks_shapes_before_the_kernel_reads(monkeypatch, a_shape, b_shape, match):
+    """Review 4.3.1: (2, 5) @ (3, 2) read past b and returned 1.16e33 and NaN."""
+    monkeypatch.setattr(jit, "_products", lambda *args: pytest.fail("compiled code ran"))
+    with pytest.raises(ValueError, match=match):
+        jit.tile_product(np.ones(a_shape, np.float32), np.ones(b_shape, np.float32))
+
+
 def test_without_avx_the_portable_path_runs_instead_of_aborting(tmp_path):
     """Review 4.2.1: under NUMBA_ENABLE_AVX=0 the AVX-512 intrinsics were still emitted (from the
     raw host features) and LLVM aborted the process (exit 134). The paths now follow what Numba
