@@ -61,6 +61,7 @@ import functools
 import heapq
 import math
 import os
+import platform
 import warnings
 from typing import NamedTuple
 
@@ -1053,11 +1054,23 @@ def profile(q, k, v, *, causal=False, block_q=None, block_k=BLOCK_K, scale=None,
     Reads the cycle counter around each phase of each key tile (PHASES), a few
     dozen cycles per reading; summed over tasks, so with several threads it is
     the share of the threads' total time. Same arguments as flash_attention.
+    Needs x86-64 (rdtsc): elsewhere it raises NotImplementedError before running anything.
     """
+    _require_x86_64("jit.profile")
     arguments, _ = _prepare(q, k, v, causal, block_q, block_k, scale, path)
     cycles = _run(arguments, True, q, k, v)
     total = cycles.sum(axis=0)
     return dict(zip(PHASES, (total / max(total.sum(), 1)).tolist()))
+
+
+def _require_x86_64(what):
+    """Refuse off x86-64: llvm.readcyclecounter is rdtsc there, but on AArch64 it reads
+    PMCCNTR_EL0, which Linux and macOS keep from user space (the process dies of SIGILL)."""
+    if platform.machine().lower() not in ("x86_64", "amd64"):
+        raise NotImplementedError(
+            f"{what} reads the x86-64 cycle counter (rdtsc), and this machine is {platform.machine()!r}; "
+            f"time flash_attention itself instead (time.perf_counter around calls)"
+        )
 
 
 @numba.njit(fastmath=FASTMATH)  # not cached: its machine code stays inspectable (kernel_info)

@@ -384,6 +384,10 @@ def test_tile_product_and_kernel_info(path):
         assert "fmadd" in info["asm"] or "mulps" in info["asm"]
 
 
+X86_64 = platform.machine().lower() in ("x86_64", "amd64")
+
+
+@pytest.mark.skipif(not X86_64, reason="jit.profile reads rdtsc: x86-64 only")
 def test_profile_shares_add_up():
     rng = np.random.default_rng(6)
     q, k, v = (rng.standard_normal((2, 300, 16), dtype=np.float32) for _ in range(3))
@@ -391,6 +395,16 @@ def test_profile_shares_add_up():
         shares = jit.profile(q, k, v, causal=causal, path="portable")
         assert list(shares) == list(jit.PHASES)
         assert all(0 <= x <= 1 for x in shares.values()) and sum(shares.values()) == pytest.approx(1)
+
+
+def test_profile_refuses_cleanly_off_x86_64(monkeypatch):
+    """Off x86-64 llvm.readcyclecounter may read a register user space cannot (SIGILL on
+    AArch64): profile must refuse before any kernel runs."""
+    monkeypatch.setattr(jit.platform, "machine", lambda: "aarch64")
+    monkeypatch.setattr(jit, "_prepare", lambda *args: pytest.fail("profile ran the kernel"))
+    x = np.ones((4, 8), np.float32)
+    with pytest.raises(NotImplementedError, match=r"x86-64 cycle counter \(rdtsc\).*'aarch64'"):
+        jit.profile(x, x, x)
 
 
 @pytest.mark.parametrize(
