@@ -313,3 +313,110 @@ def test_repository_url_comes_from_pyproject(page, base_url):
     load(page, base_url + "book/learners.html")
     assert page.locator(f'a[href="{url}"]').count() >= 1, "the repository button links elsewhere"
     assert f"git clone {url}" in page.locator("main").inner_text()
+
+
+# ---------------------------------------------------------------------------------------
+# A phone (390 px): nothing scrolls the page sideways, a wide equation scrolls in its own
+# box, every figure is there and described (book/_static/narrow.css).
+# ---------------------------------------------------------------------------------------
+
+# Elements that stick out to the right of the window, outside any box that scrolls or clips
+# them itself: what makes the page scroll sideways.
+STICKING_OUT = """() => {
+    const width = document.documentElement.clientWidth;
+    const contained = e => {
+        for (let a = e.parentElement; a && a !== document.body; a = a.parentElement) {
+            const o = getComputedStyle(a).overflowX;
+            if (o !== "visible" && a.getBoundingClientRect().right <= width + 1) return true;
+        }
+        return false;
+    };
+    return [...document.querySelectorAll("body *")]
+        .filter(e => e.getBoundingClientRect().right > width + 1 && e.checkVisibility())
+        .filter(e => !contained(e))
+        .filter(e => ![...e.children].some(c => c.getBoundingClientRect().right > width + 1))
+        .map(e => `<${e.tagName.toLowerCase()} class="${e.className}"> ends at `
+                  + `${Math.round(e.getBoundingClientRect().right)} px: ${(e.textContent || "").trim().slice(0, 60)}`)
+        .slice(0, 5);
+}"""
+
+
+@pytest.mark.parametrize("page", [PHONE], indirect=True, ids=["390px"])
+@pytest.mark.parametrize("path", PAGES)
+def test_no_page_scrolls_sideways_on_a_phone(page, base_url, path):
+    load(page, base_url + path)
+    wait_math(page)
+    widths = page.evaluate("[document.documentElement.scrollWidth, document.documentElement.clientWidth]")
+    assert widths[0] <= widths[1], (
+        f"{path} is {widths[0]} px wide in a {widths[1]} px window: {page.evaluate(STICKING_OUT)}")
+
+
+# A display equation wider than its box must scroll inside it (overflow-x auto or scroll),
+# show a cue that there is more (the shadow narrow.css paints), and the box itself must lie
+# inside the text column, so no part of the equation is out of reach.
+CLIPPED_EQUATIONS = """() => {
+    const column = document.querySelector("article.bd-article") || document.querySelector("main");
+    const c = column.getBoundingClientRect();
+    return [...document.querySelectorAll('mjx-container[display="true"]')].flatMap(box => {
+        const math = box.querySelector("mjx-math"), r = box.getBoundingClientRect();
+        const label = (box.querySelector("mjx-assistive-mml")?.textContent || "").slice(0, 50);
+        if (!box.checkVisibility()) return [];
+        const style = getComputedStyle(box);
+        const wide = math.getBoundingClientRect().width > box.clientWidth + 1;
+        const problems = [];
+        if (r.left < c.left - 1 || r.right > c.right + 1)
+            problems.push(`box ${Math.round(r.left)}-${Math.round(r.right)} px outside the column`);
+        if (wide && !["auto", "scroll"].includes(style.overflowX))
+            problems.push(`${Math.round(math.getBoundingClientRect().width)} px equation cut to ${box.clientWidth} px`);
+        if (wide && !style.backgroundImage.includes("gradient"))
+            problems.push("scrolls with no cue");
+        return problems.length ? [`${problems.join(", ")}: ${label}`] : [];
+    });
+}"""
+
+
+@pytest.mark.parametrize("page", [PHONE], indirect=True, ids=["390px"])
+@pytest.mark.parametrize("path", PAGES_WITH_DISPLAY_MATH)
+def test_wide_equations_scroll_in_their_own_box_on_a_phone(page, base_url, path):
+    load(page, base_url + path)
+    wait_math(page)
+    clipped = page.evaluate(CLIPPED_EQUATIONS)
+    assert clipped == [], f"display equations cut off on {path} at 390 px: {clipped[:5]}"
+
+
+@pytest.mark.parametrize("page", [PHONE], indirect=True, ids=["390px"])
+@pytest.mark.parametrize("path", PAGES)
+def test_figures_are_present_and_described_on_a_phone(page, base_url, path):
+    """Every image of the text loaded, fits the column, and has alt text that describes it
+    (Sphinx's fallback alt is the file's path, which says nothing)."""
+    load(page, base_url + path)
+    problems = page.evaluate("""() => {
+        const width = document.documentElement.clientWidth;
+        return [...document.querySelectorAll("article.bd-article img")].flatMap(i => {
+            const alt = (i.getAttribute("alt") || "").trim(), name = i.src.split("/").pop();
+            const p = [];
+            if (!(i.complete && i.naturalWidth > 0)) p.push("not loaded");
+            if (alt.length < 15 || /\\.(png|svg|jpe?g|gif)$/i.test(alt)) p.push(`alt text ${JSON.stringify(alt)}`);
+            if (i.getBoundingClientRect().right > width + 1) p.push("wider than the window");
+            return p.length ? [`${name}: ${p.join(", ")}`] : [];
+        });
+    }""")
+    assert problems == [], f"figures on {path} at 390 px: {problems}"
+
+
+def test_favicon_ico_at_the_site_root(page, base_url):
+    """Browsers ask for /favicon.ico on a page that names no icon (the redirect stub)."""
+    icon = page.request.get(base_url + "favicon.ico")
+    assert icon.ok and len(icon.body()) > 100, icon.status
+    assert icon.body()[:4] == b"\x00\x00\x01\x00", "not an ICO file"
+
+
+@pytest.mark.parametrize("page", [DESKTOP, PHONE], indirect=True, ids=["1366px", "390px"])
+@pytest.mark.parametrize("path", [p for p in PAGES if p.startswith("book/")])
+def test_printed_output_needs_no_sideways_scroll(page, base_url, path):
+    """Printed output wraps (narrow.css): a reader never scrolls an output box sideways."""
+    load(page, base_url + path)
+    wide = page.evaluate("""() => [...document.querySelectorAll("div.cell_output pre")]
+        .filter(p => p.checkVisibility() && p.scrollWidth > p.clientWidth + 1)
+        .map(p => `${p.scrollWidth} px in ${p.clientWidth} px: ${p.textContent.slice(0, 60)}`)""")
+    assert wide == [], f"output that scrolls sideways on {path}: {wide[:3]}"
