@@ -8,7 +8,8 @@ float32, (batch, heads) = (1, 1), d = 64, causal and not, on every core. Within 
 repeat the implementations run one after another (see attncore.bench.timing): times
 are medians, and jit/x is the median of the ratios within each repeat. Peak two ways:
 theoretical (cores x FMA pipes x lanes x 2 x clock) and measured (single-thread sgemm
-rate per core x cores, timed beside each size).
+rate per core x cores, timed beside each size); bandwidth of a large copy on one core
+and on all of them, for the sloped roof.
 Results go to --out as JSON with the machine description.
 """
 import argparse
@@ -90,7 +91,10 @@ def print_table(results):
     print(f"\npeak, theoretical: {theory['cores']} cores x {theory['fma_pipes']} FMA pipes x {theory['lanes']} lanes "
           f"x 2 x {fmt(theory['clock_ghz'], '.2f')} GHz = {fmt(theory['gflops'], '.1f')} GFLOP/s")
     print(f"peak, measured: single-thread sgemm {fmt(peak['sgemm_1t_gflops'], '.1f')} GFLOP/s x "
-          f"{theory['cores']} cores = {fmt(peak['measured_gflops'], '.1f')} GFLOP/s (median over the run)\n")
+          f"{theory['cores']} cores = {fmt(peak['measured_gflops'], '.1f')} GFLOP/s (median over the run)")
+    bw = peak.get("bandwidth") or {}
+    print(f"bandwidth (large copy): one core {fmt(bw.get('per_core_gbs'), '.1f')} GB/s, "
+          f"{theory['cores']} cores {fmt(bw.get('all_cores_gbs'), '.1f')} GB/s\n")
     rows = results["rows"]
     print_rows(TIMING_COLUMNS, rows)
     for r in rows:
@@ -168,7 +172,8 @@ def main(argv=None):
     sgemm = statistics.median(rates) if rates else None
     theory = bench.theoretical_peak()
     results["peak"] = {"theoretical": theory, "sgemm_1t_gflops": sgemm,
-                       "measured_gflops": sgemm * theory["cores"] if sgemm else None}
+                       "measured_gflops": sgemm * theory["cores"] if sgemm else None,
+                       "bandwidth": bench.bandwidth()}
     results.update(rows=rows, ratios=bench.ratios(rows), load_average_end=bench.load_average())
     print_table(results)
     print(f"load average at end: {fmt(results['load_average_end'], '.2f')}")
