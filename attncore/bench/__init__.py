@@ -12,7 +12,8 @@ import json
 from importlib import resources
 
 from .impls import IMPLS, available, float64_reference, inputs, torch_backend
-from .machine import blas_threads, info, load_average, sgemm_rate, theoretical_peak
+from . import asm, story
+from .machine import bandwidth, blas_threads, info, load_average, sgemm_rate, theoretical_peak
 from .memory import rss, traced
 from .timing import compile_cost, flops, lookup, naive_bytes, ratios, run, skip_reason, time_size
 
@@ -26,7 +27,7 @@ def published(name=PUBLISHED):
 
 
 __all__ = [
-    "IMPLS", "PUBLISHED", "THREAD_ENV", "available", "blas_threads", "compile_cost", "float64_reference", "flops",
+    "IMPLS", "PUBLISHED", "THREAD_ENV", "asm", "available", "bandwidth", "blas_threads", "compile_cost", "float64_reference", "flops",
     "info", "inputs", "load_average", "lookup", "naive_bytes", "published", "ratios", "rss", "run", "sgemm_rate",
-    "skip_reason", "theoretical_peak", "time_size", "torch_backend", "traced",
+    "skip_reason", "story", "theoretical_peak", "time_size", "torch_backend", "traced",
 ]
