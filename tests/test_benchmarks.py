@@ -22,6 +22,8 @@ def test_smoke_run_writes_every_field(tmp_path, capsys):
     assert all(r["max_error"] < 1e-5 and r["seconds"] > 0 for r in results["rows"])
     theory = results["peak"]["theoretical"]
     assert theory["cores"] >= 1 and theory["fma_pipes"] * theory["lanes"] >= 8
+    bandwidth = results["peak"]["bandwidth"]                  # the sloped roof, one core and all of them
+    assert bandwidth["per_core_gbs"] > 0 and bandwidth["all_cores_gbs"] > 0 and bandwidth["threads"] == theory["cores"]
     [ratios] = results["ratios"]
     assert ratios["n"] == 64 and ("jit" not in names or ratios["jit_vs_naive_full"] > 0)
     assert "jit/torch" in capsys.readouterr().out
@@ -76,6 +78,7 @@ def test_published_results_meet_their_own_description():
     assert pub["settings"]["sizes"] == list(harness.SIZES)
     assert {"path", "mr", "nr"} <= set(pub["machine"]["jit"])
     assert pub["peak"]["theoretical"]["gflops"] and pub["peak"]["measured_gflops"]
+    assert "bandwidth" in pub["peak"]         # measured, or null with a note saying it never was
     for t in pub["ratios"]:
         assert t["jit_vs_torch_full"] and t["jit_vs_torch_causal"] and t["jit_vs_naive_full"]
     assert all(r["max_error"] < 1e-5 for r in pub["rows"] if r.get("max_error") is not None)
