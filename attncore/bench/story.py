@@ -131,15 +131,15 @@ def loads_stores_sentence(counts, path):
              f"multiplies) with {l_l} loads and {s_l} stores: {l_l / max(f_l, 1):.2f} loads and "
              f"{s_l / max(f_l, 1):.2f} stores per FMA. ")
     if s_l:
-        first += (f"Its result $C$ lives in the cache and travels through it: every vector of $C$ comes in and "
+        first += (f"Its result C lives in the cache and travels through it: every vector of C comes in and "
                   f"goes back out once per {ma_l / s_l:.0f} multiply-adds, the steps of the reduction blocked "
                   "by hand. ")
     else:
-        first += "It stores nothing: the compiler kept $C$ in registers here. "
+        first += "It stores nothing: the compiler kept C in registers here. "
     second = (f"The micro-kernel's innermost loop does {f_a} FMAs with {l_a} loads and {s_a} stores, "
               f"{l_a / max(f_a, 1):.2f} loads and {s_a / max(f_a, 1):.2f} stores per FMA")
-    second += (": $C$ stays in registers for the whole reduction and is stored once, after the loop." if s_a == 0 else
-               f": it still stores {s_a} values per pass, so $C$ does not stay in registers for the whole reduction.")
+    second += (": C stays in registers for the whole reduction and is stored once, after the loop." if s_a == 0 else
+               f": it still stores {s_a} values per pass, so C does not stay in registers for the whole reduction.")
     return first + second
 
 
@@ -231,13 +231,13 @@ def tiles_opening(tile_ratios):
     """The answer that opens the follow-up question, from the same ratios."""
     values = list(tile_ratios.values())
     if values and all(r > 1 for r in values):
-        return ("On the published run, yes: slower than the textbook formula (`attncore.attention`) at every size "
+        return ("On the published run, yes: slower than the textbook formula (attncore.attention) at every size "
                 "and mask it measured. Elsewhere the answer depends on the machine, the size and the mask, for the "
                 "two reasons below.")
     if values and all(r <= 1 for r in values):
-        return ("On the published run, no: it was never slower than the textbook formula (`attncore.attention`). "
+        return ("On the published run, no: it was never slower than the textbook formula (attncore.attention). "
                 "Elsewhere the answer depends on the machine, the size and the mask, for the two reasons below.")
-    return ("Compared with the textbook formula (`attncore.attention`), it depends on the size and the mask, "
+    return ("Compared with the textbook formula (attncore.attention), it depends on the size and the mask, "
             "and the published run has both cases:")
 
 
