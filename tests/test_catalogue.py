@@ -56,7 +56,7 @@ REQUIRED = {
     "06-variants": ["softmax-1 stabilised wrongly", "sparsemax threshold wrong",
                     "linear attention without its normaliser",
                     "n instead of 1 in the softmax-1 denominator",
-                    "sparsemax with k counted from 0", "sparsemax sorted in ascending order",
+                    "sparsemax with k counted from 0", "sparsemax threshold from the whole row",
                     "feature_map argument ignored",
                     "feature map applied to the scores instead of to Q and K"],
     "07-real-model": ["reshape without transpose (heads leak into each other)",

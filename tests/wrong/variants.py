@@ -82,7 +82,7 @@ def sparsemax(x):
     tau = (np.take_along_axis(cs, support - 1, axis=-1) - 1) / support
     return np.maximum(x - tau, 0).astype(x.dtype)
 '''),
-    Wrong("sparsemax", "sparsemax sorted in ascending order", '''
+    Wrong("sparsemax", "sparsemax threshold from the whole row", '''
 def sparsemax(x):
     z = np.sort(x, axis=-1)
     cs = np.cumsum(z, axis=-1)
@@ -91,10 +91,16 @@ def sparsemax(x):
     tau = (np.take_along_axis(cs, support - 1, axis=-1) - 1) / support
     return np.maximum(x - tau, 0).astype(x.dtype)
 '''),
-    Wrong("sparsemax", "sparsemax threshold wrong", '''
+    Wrong("sparsemax", "sparsemax threshold from the whole row", '''
 def sparsemax(x):
     # shift every row so that it sums to 1, then cut off the negative part
     tau = (x.sum(axis=-1, keepdims=True) - 1) / x.shape[-1]
+    return np.maximum(x - tau, 0)
+'''),
+    Wrong("sparsemax", "sparsemax threshold wrong", '''
+def sparsemax(x):
+    # every score within 1 of the row's best survives
+    tau = x.max(axis=-1, keepdims=True) - 1
     return np.maximum(x - tau, 0)
 '''),
     Wrong("sparsemax", "sparsemax threshold wrong", '''
@@ -251,7 +257,7 @@ def sparsemax(x):
     return out
 '''),
     # sparsemax sorted in ascending order
-    Wrong("sparsemax", "sparsemax sorted in ascending order", '''
+    Wrong("sparsemax", "sparsemax threshold from the whole row", '''
 def sparsemax(x):
     out = np.zeros_like(x)
     for idx in np.ndindex(x.shape[:-1]):

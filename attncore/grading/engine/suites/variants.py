@@ -238,11 +238,6 @@ def _tau_unsorted_cumsum(x):
     return _threshold(_sorted_desc(x), np.cumsum(x, axis=-1), _k(x))
 
 
-def _tau_ascending(x):
-    z = np.sort(x, axis=-1)
-    return _threshold(z, np.cumsum(z, axis=-1), _k(x))
-
-
 def _tau_all_entries(x):
     return (x.sum(axis=-1, keepdims=True) - 1) / x.shape[-1]
 
@@ -330,6 +325,7 @@ def _fitted_threshold(args, got, expected):
 
 
 THRESHOLD_WRONG = "sparsemax threshold wrong"
+WHOLE_ROW = "sparsemax threshold from the whole row"
 THRESHOLD_FIX = ("sort each row in DESCENDING order, z = -np.sort(-x, axis=-1); with k = 1, 2, "
                  "..., n (not 0, 1, ...) and the cumulative sums c_k of z, the support size is "
                  "k(z) = the number of k with 1 + k z_k > c_k; then tau = (c_{k(z)} - 1) / k(z) "
@@ -352,18 +348,22 @@ SPARSEMAX_MISCONCEPTIONS = [
                "(np.arange(n)) instead of k = 1, ..., n.",
     ),
     Misconception(
-        "sparsemax sorted in ascending order",
-        "sparsemax needs the LARGEST scores first: z = -np.sort(-x, axis=-1) (or "
-        "np.sort(x, axis=-1)[..., ::-1]); np.sort alone sorts in ascending order. "
-        + THRESHOLD_FIX,
-        variants=(_clipped(_tau_ascending), _clipped(_tau_ascending_index)),
-        detail="Your weights match a threshold computed from the scores sorted in ascending "
-               "order (np.sort without reversing).",
+        WHOLE_ROW,
+        "tau comes from the support alone: sort each row in DESCENDING order (z = "
+        "-np.sort(-x, axis=-1); np.sort alone sorts in ascending order), then " + THRESHOLD_FIX,
+        variants=(_clipped(_tau_all_entries), _clipped(_tau_ascending_index)),
+        detail=["Your threshold is tau = (sum of the row - 1) / n, as if every entry stayed in "
+                "the support, so after the clip at 0 the row no longer sums to 1. Two ways to "
+                "get there: shifting the row to sum 1 before clipping, or sorting in ascending "
+                "order (then 1 + k z_k > c_k holds for every k, and the support is the whole "
+                "row).",
+                "Your weights match a threshold computed from the scores sorted in ascending "
+                "order (np.sort without reversing)."],
     ),
     Misconception(
         THRESHOLD_WRONG, THRESHOLD_FIX,
         variants=tuple(_clipped(t) for t in (
-            _tau_unsorted, _tau_unsorted_cumsum, _tau_all_entries, _tau_size_plus_one,
+            _tau_unsorted, _tau_unsorted_cumsum, _tau_size_plus_one,
             _tau_next_cumsum, _tau_first_false, _tau_max_minus_one)),
         detail="Your weights are max(x - tau, 0) with a threshold tau computed from the wrong "
                "support or the wrong sums, so the rows do not sum to 1.",
