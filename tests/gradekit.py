@@ -54,9 +54,10 @@ def verdicts(notebook, **options):
     return grade_notebook(notebook.cells, **options)
 
 
-def in_process_verdicts(notebook):
+def in_process_verdicts(notebook, seed=None):
     """{grade_id: engine.Verdict} of a submission, its code run in this process: the fast
-    path for the catalogue of wrong solutions (no worker, no nbgrader)."""
+    path for the catalogue of wrong solutions (no worker, no nbgrader). seed: the draw of
+    the hidden cases, as the grade that counts makes one (None: the fixed cases)."""
     tests = test_cells(notebook.cells)
     tested = {id(cell) for _, cell in tests}
     namespace = {"__name__": "__main__"}
@@ -69,7 +70,7 @@ def in_process_verdicts(notebook):
         function, suite = parse_grade_id(grade_id)
         spec = SPECS[function]
         result[grade_id] = run_suite(spec, suite, lambda arguments, measure_memory: Outcome(
-            **observe(namespace[function], arguments, spec.forbidden, measure_memory)))
+            **observe(namespace[function], arguments, spec.forbidden, measure_memory)), seed)
     return result
 
 

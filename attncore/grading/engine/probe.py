@@ -9,6 +9,7 @@ function raises what a variant raises), or by an analytic detector that inspects
 output (the effective scale factor, the pattern of damage in the rows).
 """
 import contextlib
+import contextvars
 import copy
 import dataclasses
 from dataclasses import dataclass, field
@@ -30,6 +31,24 @@ MATERIALISED_FIX = ("never build the (T_q, T_k) score matrix (no Q @ K.T on whol
                     "a time.")
 MEMORY_UNMEASURED = "memory use could not be measured"
 GENERIC = (INPUT_MODIFIED, SHAPE_OR_DTYPE, NAN_OR_INF, MATERIALISED, MEMORY_UNMEASURED)
+VISIBLE_SUITES = ("basic",)  # the cases a notebook shows; every other suite is hidden
+
+_DRAW = contextvars.ContextVar("draw", default=None)
+
+
+def drawn_with():
+    """The seed the hidden cases being made are drawn with, or None (the fixed cases)."""
+    return _DRAW.get()
+
+
+@contextlib.contextmanager
+def drawing(seed):
+    """While the block runs, cases are made with the draw `seed` (None: the fixed cases)."""
+    token = _DRAW.set(seed)
+    try:
+        yield
+    finally:
+        _DRAW.reset(token)
 
 
 @dataclass(frozen=True)
@@ -179,19 +198,22 @@ class Verdict:
     notes: tuple = ()
 
 
-def run_suite(spec, suite, call):
+def run_suite(spec, suite, call, seed=None):
     """Run suite `suite` of spec's cases, smallest first, and stop at the first mistake.
 
     call(arguments, measure_memory) runs the learner's function on the arguments (a dict in
     parameter order) wherever it lives and returns an Outcome. The expected values and
-    the diagnosis stay here, in the caller's process.
+    the diagnosis stay here, in the caller's process. seed: when given, the random inputs
+    of a hidden suite are drawn from it (so no table of fixed cases can answer them);
+    visible suites keep their fixed cases.
     """
     notes = []
     for case in spec.suites[suite]:
-        arguments = case.make()
+        with drawing(None if suite in VISIBLE_SUITES else seed):
+            arguments = case.make()
         expected = spec.reference(*copy.deepcopy(arguments).values())
         outcome = call(copy.deepcopy(arguments), case.max_extra_bytes is not None)
-        notes += [note for note in outcome.notes if note not in notes]
+        notes += [note for note in dict.fromkeys(outcome.notes) if note not in notes]
         failure = _failure(spec, case, arguments, outcome, expected)
         if failure is not None:
             return Verdict(False, failure, tuple(notes))

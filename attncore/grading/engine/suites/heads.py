@@ -7,7 +7,7 @@ import numpy as np
 import attncore
 
 from ..probe import Case, FunctionSpec, Misconception, same
-from .common import SCALE_FIX, arrays, queries_for, rows_of_different_scales, \
+from .common import DRAWN, SCALE_FIX, arrays, integers, queries_for, rows_of_different_scales, \
     scale_misconception, softmax_misconceptions
 
 ASSIGNMENT = "04-heads"
@@ -44,6 +44,13 @@ def _head_case(q_head, n_q, n_kv, what=""):
     text = f"query head {q_head} of {n_q}, over {n_kv} kv head{'s' if n_kv > 1 else ''} " \
            f"(groups of {g}){': ' + what if what else ''}"
     return Case(text, lambda: {"q_head": q_head, "n_q_heads": n_q, "n_kv_heads": n_kv})
+
+
+def _drawn_heads(seed):
+    """A query head of n_kv * G query heads, n_kv and G from 1 to 8."""
+    n_kv, group = integers(seed, 1, 8, 2)
+    return {"q_head": integers(seed + 1, 0, n_kv * group - 1, 1)[0],
+            "n_q_heads": n_kv * group, "n_kv_heads": n_kv}
 
 
 def _tile_detail_scalar(args):
@@ -96,6 +103,7 @@ KV_HEAD_CASES = {
         _head_case(5, 6, 1, "multi-query attention, one kv head for all"),
         _head_case(4, 6, 3),
         _head_case(13, 32, 8, "the layout of Llama 3 8B"),
+        Case(f"1 to 8 kv heads, groups of 1 to 8: {DRAWN}", lambda: _drawn_heads(16)),
     ],
 }
 
@@ -273,6 +281,8 @@ KV_CACHE_CASES = {
                     "batch 8, fp16", 32, 8, 128, 4096, 8, 2),
         _cache_case("Llama 2 70B (GQA): 80 layers, 8 kv heads, head_dim 128, 4096 tokens, "
                     "batch 4, fp8", 80, 8, 128, 4096, 4, 1),
+        Case(f"a made-up model, every size from 1 to 99: {DRAWN}",
+             lambda: dict(zip(PARAMETERS, integers(17, 1, 99, len(PARAMETERS))))),
     ],
 }
 

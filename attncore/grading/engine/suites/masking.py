@@ -16,7 +16,8 @@ import attncore
 from attncore import masks
 
 from ..probe import SHAPE_OR_DTYPE, Case, FunctionSpec, Misconception, same, tolerances
-from .common import GLOBAL_MAX, GLOBAL_MAX_FIX, UNSTABLE, UNSTABLE_FIX, arrays, two_d_only
+from .common import (DRAWN, GLOBAL_MAX, GLOBAL_MAX_FIX, UNSTABLE, UNSTABLE_FIX, arrays, integers,
+                     two_d_only)
 
 ASSIGNMENT = "03-masking"
 
@@ -182,6 +183,8 @@ CAUSAL_CASES = {
         Case("5 queries, 3 keys: more queries than keys, so the first 2 queries see nothing",
              lambda: {"t_q": 5, "t_k": 3}),
         Case("1 query, 1 key", lambda: {"t_q": 1, "t_k": 1}),
+        Case(f"1 to 9 queries and keys: {DRAWN}",
+             lambda: dict(zip(("t_q", "t_k"), integers(13, 1, 9, 2)))),
     ],
 }
 
@@ -259,6 +262,12 @@ def _left_padded(lengths, t_k):
     return np.arange(t_k)[None, None, :] >= t_k - np.asarray(lengths)[:, None, None]
 
 
+def _drawn_lengths(seed):
+    """lengths of 2 to 5 sequences, each from 0 to t_k, and t_k from 1 to 9."""
+    batch, t_k = integers(seed, 2, 5, 1)[0], integers(seed + 1, 1, 9, 1)[0]
+    return {"lengths": _lengths(*integers(seed + 2, 0, t_k, batch)), "t_k": t_k}
+
+
 PADDING_OFF_BY_ONE_VARIANTS = (
     lambda lengths, t_k: np.arange(t_k)[None, None, :] <= np.asarray(lengths)[:, None, None],
     lambda lengths, t_k: np.arange(t_k)[None, None, :] < np.asarray(lengths)[:, None, None] - 1,
@@ -274,6 +283,7 @@ PADDING_CASES = {
              lambda: {"lengths": _lengths(2, 4, 0), "t_k": 4}),
         Case("1 sequence, lengths [5] as int32, t_k = 7",
              lambda: {"lengths": _lengths(5, dtype=np.int32), "t_k": 7}),
+        Case(f"2 to 5 sequences, t_k from 1 to 9: {DRAWN}", lambda: _drawn_lengths(14)),
     ],
 }
 
@@ -361,6 +371,8 @@ WINDOW_CASES = {
         Case("t = 3, window = 5: the window is longer than the sequence",
              lambda: {"t": 3, "window": 5}),
         Case("t = 1, window = 1", lambda: {"t": 1, "window": 1}),
+        Case(f"t and window from 1 to 9: {DRAWN}",
+             lambda: dict(zip(("t", "window"), integers(15, 1, 9, 2)))),
     ],
 }
 

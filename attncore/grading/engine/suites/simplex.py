@@ -18,9 +18,9 @@ from attncore.invariants import check_rows, default_atol
 
 from ..probe import Case, FunctionSpec, Misconception
 from .common import (
-    GLOBAL_MAX, GLOBAL_MAX_FIX, MIN_SUBTRACTED, MIN_SUBTRACTED_FIX, UNSTABLE, UNSTABLE_FIX,
+    DRAWN, GLOBAL_MAX, GLOBAL_MAX_FIX, MIN_SUBTRACTED, MIN_SUBTRACTED_FIX, UNSTABLE, UNSTABLE_FIX,
     WRONG_AXIS, WRONG_AXIS_FIX, along_axis_detail, along_other_axes, arrays, global_max_softmax,
-    min_softmax, naive_softmax, rows_of_different_scales, two_d_only,
+    integers, min_softmax, naive_softmax, rows_of_different_scales, two_d_only,
 )
 
 ASSIGNMENT = "02-simplex"
@@ -170,6 +170,18 @@ def dyadic_rows_3d():
     return {"W": np.stack([base, base[::-1, ::-1]])}
 
 
+def _negative_entry(seed):
+    """A softmax of 2 to 6 rows of 2 to 6 scores where one row moves 0.05 plus an entry's
+    weight to its neighbour: every row still sums to 1, one entry is -0.05."""
+    t_q, t_k = integers(seed, 2, 6, 2)
+    (x,) = arrays(seed, (t_q, t_k))
+    W = attncore.softmax(x)
+    i, j = integers(seed + 1, 0, t_q - 1, 1)[0], integers(seed + 2, 0, t_k - 2, 1)[0]
+    W[i, j + 1] += W[i, j] + 0.05
+    W[i, j] = -0.05
+    return {"W": W}
+
+
 def long_float32_rows():
     """2 float32 rows of 1000 entries near 1e-3 whose sums are 1 + 1e-4 and 1 - 1e-4."""
     rows = np.full((2, 1000), 1e-3) + np.array([[1e-7], [-1e-7]])
@@ -217,6 +229,8 @@ ROW_CASES = {
              "(expected False)", lambda: _w([[1.0005, 0.0, 0.0], [0.5, 0.5, 0.0]], atol=1e-3)),
         Case("an entry +inf (expected False)",
              lambda: _w([[np.inf, 0.0, 0.0], [0.5, 0.5, 0.0]])),
+        Case(f"rows that sum to 1 with one entry -0.05 ({DRAWN}; expected False)",
+             lambda: _negative_entry(22)),
     ],
 }
 
