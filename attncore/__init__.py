@@ -13,6 +13,7 @@ from .attention import (
     kv_cache_bytes,
     kv_head_map,
     linear_attention,
+    prepare_attention,
 )
 from .flash import flash_attention, weights_from_lse
 from .softmax import hardmax, log_softmax, logsumexp, softmax, softmax_one, sparsemax
@@ -32,6 +33,7 @@ __all__ = [
     "log_softmax",
     "logsumexp",
     "masks",
+    "prepare_attention",
     "softmax",
     "softmax_one",
     "sparsemax",

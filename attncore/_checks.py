@@ -2,8 +2,16 @@
 
 Each check names the argument, what it got and what it needs, so a learner
 reading the message knows which array to fix.
+
+prepare_attention is the front door of every attention implementation (attention,
+grouped-query attention, flash_attention, weights_from_lse, attncore.jit): it checks a
+call once and resolves it into a Prepared. Beside it live the facts they share, each
+stated once: the causal offset (causal_offset, also behind masks.causal) and its
+predicate, the -inf guard (finite_or_zero), the kv-head divisibility (kv_groups), the
+compute dtype and the score product with its overflow error (scores).
 """
 import numbers
+from typing import NamedTuple, Optional
 
 import numpy as np
 
@@ -118,3 +126,151 @@ def leading_shape(**arrays):
         raise ValueError(
             f"the leading (batch, head) dimensions must broadcast, got {shapes}"
         ) from None
+
+
+# --------------------------------------------------------------- the front door of attention
+
+ALIGNMENTS = ("top_left", "bottom_right")
+
+
+def causal_offset(causal, t_q, t_k, *, name="causal", what=None):
+    """The one causal rule: query i sees key j when j <= i + offset; None when not causal.
+
+    causal: False (None), True (square only: offset 0), "top_left" (offset 0, PyTorch's
+    is_causal) or "bottom_right" (offset t_k - t_q: the last query sees every key, as in
+    FlashAttention and KV-cache decoding). name is the caller's argument (causal, align),
+    what the thing that would be ambiguous (by default "{name}=True").
+    """
+    if isinstance(causal, (bool, np.bool_)):
+        if not causal:
+            return None
+        if t_q != t_k:
+            raise ValueError(
+                f"{what or f'{name}=True'} is ambiguous for T_q = {t_q} != T_k = {t_k}: pass "
+                f"{name}='bottom_right' (the queries are the last T_q positions: decoding, FlashAttention) "
+                f"or {name}='top_left' (the first T_q positions, as torch's is_causal)"
+            )
+        return 0
+    if not isinstance(causal, str) or causal not in ALIGNMENTS:
+        raise ValueError(f"{name} must be True, False or one of {ALIGNMENTS}, got {causal!r}")
+    return t_k - t_q if causal == "bottom_right" else 0
+
+
+def causal_allowed(rows, keys, offset):
+    """The causal predicate (len(rows), len(keys)): query rows[i] may see key keys[j] when
+    keys[j] <= rows[i] + offset (offset from causal_offset)."""
+    return np.asarray(keys)[None, :] <= np.asarray(rows)[:, None] + offset
+
+
+def finite_or_zero(m):
+    """The one -inf guard: a row max m with -inf replaced by 0, so exp(s - m) of a row with
+    no allowed key is exp(-inf) = 0, not exp(-inf - (-inf)) = NaN."""
+    return np.where(np.isneginf(m), 0, m).astype(m.dtype, copy=False)
+
+
+def kv_groups(n_q_heads, n_kv_heads, q_shape=None, k_shape=None):
+    """The one divisibility rule of grouped-query attention: query heads per kv head."""
+    if n_q_heads % n_kv_heads != 0:
+        got = (f"q has shape {q_shape} (H_q = {n_q_heads}), k has shape {k_shape} (H_kv = {n_kv_heads})"
+               if q_shape is not None else f"H_q = {n_q_heads} and H_kv = {n_kv_heads}")
+        raise ValueError(f"the kv heads (axis -3 of k) must divide the query heads (axis -3 of q): {got}")
+    return n_q_heads // n_kv_heads
+
+
+def compute_dtype(dtype):
+    """The float type attention is computed in: float16 in float32 (as every fused kernel
+    accumulates), the rest as given. Results are cast back to dtype."""
+    return np.dtype(np.float32) if dtype == np.float16 else np.dtype(dtype)
+
+
+def scores(q, k, scale, allowed=None, *, origin=None, rows=None):
+    """S = scale * q k^T (..., T_q, T_k) in the dtype of q and k: the one score product;
+    -inf where allowed (boolean, broadcasting to S) is False.
+
+    q and k are finite (checked by the caller), so an allowed entry that is not finite
+    means a product overflowed: that raises, naming q and k, instead of giving NaN or a
+    row that looks fully masked. A hidden score plays no part, so its overflow is no error.
+    For the message: origin (..., i0, j0) is where this tile of scores starts, rows the
+    query index of each row of q (when q is a selection of queries).
+    """
+    with np.errstate(over="ignore", invalid="ignore"):  # an overflow raises below, in our words
+        s = (q @ np.swapaxes(k, -1, -2)) * np.asarray(scale, dtype=np.result_type(q, k))
+    if allowed is not None:
+        s = np.where(allowed, s, -np.inf).astype(s.dtype, copy=False)
+    if not np.isfinite(s).all():
+        bad = ~np.isfinite(s) if allowed is None else ~np.isfinite(s) & allowed
+        if bad.any():
+            raise score_overflow(s, bad, origin, rows)
+    return s
+
+
+def score_overflow(s, bad, origin=None, rows=None):
+    """The ValueError for scores s whose entries `bad` are not finite although q and k are."""
+    local = tuple(int(i) for i in np.argwhere(bad)[0])
+    index = local if origin is None else (*origin[:-2], origin[-2] + local[-2], origin[-1] + local[-1])
+    if rows is not None:
+        index = (*index[:-2], int(rows[index[-2]]), index[-1])
+    fix = "scale q or k down" if s.dtype == np.float64 else "scale q or k down, or pass them as float64"
+    return ValueError(
+        f"q and k are finite but their scores scale * q k^T overflow {s.dtype}: the score of query "
+        f"{index[-2]} and key {index[-1]} (index {index}) is {s[local]}; {fix}"
+    )
+
+
+class Prepared(NamedTuple):
+    """A call of attention, checked once and resolved: the private cores trust it."""
+
+    q: np.ndarray  # (..., T_q, d_k), validated, dtype as given
+    k: np.ndarray  # (..., T_k, d_k)
+    v: Optional[np.ndarray]  # (..., T_k, d_v), or None for scores and weights alone
+    batch: tuple  # the broadcast leading (batch, head) dimensions
+    t_q: int
+    t_k: int
+    d_k: int
+    d_v: Optional[int]
+    dtype: np.dtype  # of the results: np.result_type(q, k, v)
+    work: np.dtype  # computed in (compute_dtype)
+    scale: float  # resolved: 1/sqrt(d_k) by default
+    offset: Optional[int]  # causal: query i sees key j when j <= i + offset; None if not causal
+    mask: Optional[np.ndarray]  # boolean, broadcast to (*batch, T_q, T_k), or None
+    group: int  # query heads per kv head (grouped=True), else 1
+
+
+def prepare_attention(q, k, v=None, *, mask=None, causal=False, scale=None, check_finite=True, grouped=False):
+    """The front door of every attention implementation: validate once, resolve everything.
+
+    q (..., T_q, d_k), k (..., T_k, d_k), v (..., T_k, d_v) or None; with grouped, the
+    heads are axis -3: q (..., H_q, T_q, d), k and v (..., H_kv, T_k, d), H_kv dividing H_q,
+    and the mask broadcasts to (..., H_q, T_q, T_k). check_finite=False leaves NaN and inf
+    to the caller (attncore.jit's kernel finds them). Every error names the caller's
+    argument (q, k, v, mask, causal, scale). Returns a Prepared.
+    """
+    if v is None:
+        q, k = check_qk(q, k, check_finite=check_finite)
+        arrays = {"q": q, "k": k}
+    else:
+        q, k, v = check_qkv(q, k, v, check_finite=check_finite)
+        arrays = {"q": q, "k": k, "v": v}
+    t_q, t_k, d_k = q.shape[-2], k.shape[-2], q.shape[-1]
+    group = 1
+    if grouped:
+        require_ndim("q", q, 3, "(..., H_q, T_q, d)")
+        require_ndim("k", k, 3, "(..., H_kv, T_k, d)")
+        if v is not None:
+            require_ndim("v", v, 3, "(..., H_kv, T_k, d_v)")
+            if k.shape[-3] != v.shape[-3]:
+                raise ValueError(
+                    f"k and v must have the same number of kv heads (axis -3): k has shape "
+                    f"{k.shape}, v has shape {v.shape}"
+                )
+        group = kv_groups(q.shape[-3], k.shape[-3], q.shape, k.shape)
+        batch = (*leading_shape(**{n: a[..., 0, :, :] for n, a in arrays.items()}), q.shape[-3])
+    else:
+        batch = leading_shape(**arrays)
+    offset = causal_offset(causal, t_q, t_k)
+    scale = resolve_scale(scale, d_k)
+    if mask is not None:
+        mask = as_mask(mask, (*batch, t_q, t_k))
+    dtype = np.result_type(*arrays.values())
+    return Prepared(q, k, v, tuple(batch), t_q, t_k, d_k, None if v is None else v.shape[-1], dtype,
+                    compute_dtype(dtype), scale, offset, mask, group)

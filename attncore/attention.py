@@ -3,39 +3,59 @@
 Shapes: q (..., T_q, d_k), k (..., T_k, d_k), v (..., T_k, d_v); scores and
 weights (..., T_q, T_k), where row i is query i and column j is key j.
 Leading dimensions (batch, heads) broadcast.
+
+Every function here, flash_attention and attncore.jit enter through one front door,
+prepare_attention (defined in _checks, re-exported here): it validates once and resolves
+the batch shape, sizes, scale, causal offset and mask; the private cores trust it.
 """
 import numpy as np
 
-from ._checks import as_mask, check_qk, check_qkv, leading_shape, positive_int, require_ndim, resolve_scale
-from .softmax import softmax
+from ._checks import Prepared  # noqa: F401 (the front door's result, beside prepare_attention)
+from ._checks import causal_allowed, kv_groups, positive_int, prepare_attention, scores
+from .softmax import masked_softmax
 
 
 def attention_scores(q, k, scale=None):
-    """S = scale * q k^T, shape (..., T_q, T_k); entry (i, j) = scale * q_i . k_j."""
-    q, k = check_qk(q, k)
-    leading_shape(q=q, k=k)
-    scale = resolve_scale(scale, q.shape[-1])
-    return (q @ np.swapaxes(k, -1, -2)) * np.asarray(scale, dtype=np.result_type(q, k))
+    """S = scale * q k^T, shape (..., T_q, T_k); entry (i, j) = scale * q_i . k_j.
+
+    In the dtype of q and k; scores that overflow it raise, naming q and k.
+    """
+    p = prepare_attention(q, k, scale=scale)
+    return scores(p.q, p.k, p.scale)
 
 
 def attention_weights(q, k, mask=None, scale=None):
     """A = softmax(S) over keys, shape (..., T_q, T_k): every row is on the simplex.
 
     Masked keys get weight exactly 0; a query with no allowed key gets a zero row.
+    float16 is computed in float32 and returned in float16.
     """
-    return softmax(attention_scores(q, k, scale), axis=-1, mask=mask)
+    p = prepare_attention(q, k, mask=mask, scale=scale)
+    return _weights(p.q, p.k, p.mask, p).astype(p.dtype, copy=False)
 
 
 def attention(q, k, v, mask=None, scale=None, return_weights=False):
     """out_i = sum_j A_ij v_j, shape (..., T_q, d_v); optionally also A.
 
     A fully masked query has zero weights and a zero output (as PyTorch's SDPA since 2.5).
+    float16 is computed in float32 and returned in float16.
     """
-    q, k, v = check_qkv(q, k, v)
-    leading_shape(q=q, k=k, v=v)
-    weights = attention_weights(q, k, mask, scale)
-    out = weights @ v
+    p = prepare_attention(q, k, v, mask=mask, scale=scale)
+    weights = _weights(p.q, p.k, p.mask, p)
+    out = weights @ p.v.astype(p.work, copy=False)
+    out, weights = out.astype(p.dtype, copy=False), weights.astype(p.dtype, copy=False)
     return (out, weights) if return_weights else out
+
+
+def _weights(q, k, mask, p):
+    """The core of the three functions above and of grouped-query attention: the weights
+    (..., T_q, T_k) in p.work of q and k, trusted (p = prepare_attention of the call), with
+    mask (None, or boolean, broadcasting to the scores) and p's causal offset."""
+    if p.offset is not None:  # query i sees key j when j <= i + offset
+        causal = causal_allowed(np.arange(p.t_q), np.arange(p.t_k), p.offset)
+        mask = causal if mask is None else mask & causal
+    s = scores(q.astype(p.work, copy=False), k.astype(p.work, copy=False), p.scale, mask)  # -inf where masked
+    return masked_softmax(s)
 
 
 def linear_attention(q, k, v, feature_map):
@@ -45,8 +65,9 @@ def linear_attention(q, k, v, feature_map):
     feature_map applied to each row. The sums over keys are formed once, so no (T_q, T_k)
     matrix is built. Its implicit rows are on the simplex only when phi >= 0.
     """
-    q, k, v = check_qkv(q, k, v)
-    leading_shape(q=q, k=k, v=v)
+    p = prepare_attention(q, k, v)
+    q, k, v = p.q, p.k, p.v
+    _check_feature_map(feature_map)
     phi_q, phi_k = feature_map(q), feature_map(k)  # (..., T_q, r), (..., T_k, r)
     kv = np.swapaxes(phi_k, -1, -2) @ v  # (..., r, d_v): sum_j phi(k_j) v_j^T, once
     normaliser = phi_q @ phi_k.sum(axis=-2)[..., None]  # (..., T_q, 1): phi(q_i) . sum_j phi(k_j)
@@ -72,8 +93,9 @@ def causal_linear_attention(q, k, v, feature_map):
     phi(q_i) . phi(k_j) / sum_{j' <= i} phi(q_i) . phi(k_j') for j <= i. Each step costs
     O(r d_v), whatever i is: a transformer layer run as an RNN.
     """
-    q, k, v = check_qkv(q, k, v)
-    leading = leading_shape(q=q, k=k, v=v)
+    p = prepare_attention(q, k, v)
+    q, k, v, leading = p.q, p.k, p.v, p.batch
+    _check_feature_map(feature_map)
     if q.shape[-2] != k.shape[-2]:
         raise ValueError(
             f"causal linear attention needs one query per position, T_q = T_k: q has shape "
@@ -96,6 +118,14 @@ def causal_linear_attention(q, k, v, feature_map):
     return out
 
 
+def _check_feature_map(feature_map):
+    if not callable(feature_map):
+        raise ValueError(
+            f"feature_map must be a function (..., d) -> (..., r), e.g. "
+            f"attncore.feature_maps.ELU_PLUS_ONE, got {feature_map!r}"
+        )
+
+
 def kv_head_map(n_q_heads, n_kv_heads):
     """Index of the kv head each query head reads: h // (n_q_heads // n_kv_heads).
 
@@ -104,12 +134,7 @@ def kv_head_map(n_q_heads, n_kv_heads):
     """
     n_q_heads = positive_int("n_q_heads", n_q_heads)
     n_kv_heads = positive_int("n_kv_heads", n_kv_heads)
-    if n_q_heads % n_kv_heads != 0:
-        raise ValueError(
-            f"the number of kv heads must divide the number of query heads, got "
-            f"H_q = {n_q_heads} and H_kv = {n_kv_heads}"
-        )
-    return np.arange(n_q_heads) // (n_q_heads // n_kv_heads)
+    return np.arange(n_q_heads) // kv_groups(n_q_heads, n_kv_heads)
 
 
 def kv_cache_bytes(n_layers, n_kv_heads, head_dim, seq_len, batch=1, bytes_per_value=2):
@@ -133,32 +158,14 @@ def grouped_query_attention(q, k, v, mask=None, scale=None, return_weights=False
     are grouped as (..., H_kv, G, T_q, d) and each group meets its one kv head.
     Returns (..., H_q, T_q, d_v), and the weights (..., H_q, T_q, T_k) on request.
     """
-    q, k, v = check_qkv(q, k, v)
-    require_ndim("q", q, 3, "(..., H_q, T_q, d)")
-    require_ndim("k", k, 3, "(..., H_kv, T_k, d)")
-    require_ndim("v", v, 3, "(..., H_kv, T_k, d_v)")
-    if k.shape[-3] != v.shape[-3]:
-        raise ValueError(
-            f"k and v must have the same number of kv heads (axis -3): k has shape "
-            f"{k.shape}, v has shape {v.shape}"
-        )
-    n_q_heads, t_q = q.shape[-3], q.shape[-2]
-    n_kv_heads, t_k = k.shape[-3], k.shape[-2]
-    if n_q_heads % n_kv_heads != 0:
-        raise ValueError(
-            f"the kv heads (axis -3 of k) must divide the query heads (axis -3 of q): "
-            f"q has shape {q.shape} (H_q = {n_q_heads}), k has shape {k.shape} (H_kv = {n_kv_heads})"
-        )
-    group = n_q_heads // n_kv_heads
-    batch = leading_shape(q=q[..., 0, :, :], k=k[..., 0, :, :], v=v[..., 0, :, :])
-
-    grouped_q = q.reshape(*q.shape[:-3], n_kv_heads, group, t_q, q.shape[-1])
-    k, v = k[..., :, None, :, :], v[..., :, None, :, :]  # (..., H_kv, 1, T_k, d)
-    if mask is not None:
-        mask = as_mask(mask, (*batch, n_q_heads, t_q, t_k))
-        mask = mask.reshape(*batch, n_kv_heads, group, t_q, t_k)
-    out, weights = attention(grouped_q, k, v, mask, scale, return_weights=True)
-    out = out.reshape(*out.shape[:-4], n_q_heads, t_q, v.shape[-1])
+    p = prepare_attention(q, k, v, mask=mask, scale=scale, grouped=True)
+    n_q_heads, n_kv_heads = p.q.shape[-3], p.k.shape[-3]
+    grouped_q = p.q.reshape(*p.q.shape[:-3], n_kv_heads, p.group, p.t_q, p.d_k)
+    k, v = p.k[..., :, None, :, :], p.v[..., :, None, :, :]  # (..., H_kv, 1, T_k, d)
+    mask = None if p.mask is None else p.mask.reshape(*p.batch[:-1], n_kv_heads, p.group, p.t_q, p.t_k)
+    weights = _weights(grouped_q, k, mask, p)  # (..., H_kv, G, T_q, T_k)
+    out = (weights @ v.astype(p.work, copy=False)).astype(p.dtype, copy=False)
+    out = out.reshape(*out.shape[:-4], n_q_heads, p.t_q, p.d_v)
     if not return_weights:
         return out
-    return out, weights.reshape(*weights.shape[:-4], n_q_heads, t_q, t_k)
+    return out, weights.astype(p.dtype, copy=False).reshape(*weights.shape[:-4], n_q_heads, p.t_q, p.t_k)

@@ -16,8 +16,8 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ._checks import as_float_array, check_qk, check_qkv, leading_shape, positive_int, resolve_scale
-from .masks import ALIGNMENTS
+from ._checks import as_float_array, causal_allowed, finite_or_zero, positive_int, prepare_attention, scores
+from ._checks import causal_offset  # noqa: F401 (attncore.flash.causal_offset, as before the front door)
 
 
 class PartialSoftmax(NamedTuple):
@@ -35,9 +35,9 @@ def empty_state(rows, d_v, dtype):
     )
 
 
-def _safe(m):
-    """m with -inf replaced by 0, so exp(s - m) of a row with no key is 0, not NaN."""
-    return np.where(np.isneginf(m), 0, m).astype(m.dtype, copy=False)
+# m with -inf replaced by 0, so exp(s - m) of a row with no key is 0, not NaN (the library's
+# one -inf guard, _checks.finite_or_zero)
+_safe = finite_or_zero
 
 
 def tile_state(s, v_tile):
@@ -65,27 +65,8 @@ def finalize(state):
     return out, lse.astype(state.m.dtype, copy=False)
 
 
-def causal_offset(causal, t_q, t_k):
-    """Query i sees key j when j <= i + offset; None when not causal.
-
-    causal=True needs t_q == t_k; rectangular shapes need "top_left" or "bottom_right".
-    """
-    if isinstance(causal, (bool, np.bool_)) and not causal:
-        return None
-    if isinstance(causal, (bool, np.bool_)):
-        if t_q != t_k:
-            raise ValueError(
-                f"causal=True is ambiguous for T_q = {t_q} != T_k = {t_k}: pass "
-                f"causal='bottom_right' (decoding, FlashAttention) or causal='top_left'"
-            )
-        return 0
-    if causal not in ALIGNMENTS:
-        raise ValueError(f"causal must be True, False or one of {ALIGNMENTS}, got {causal!r}")
-    return t_k - t_q if causal == "bottom_right" else 0
-
-
-def _flash_one(q, k, v, scale, offset, block_q, block_k):
-    """Tiled attention of one head: q (T_q, d), k (T_k, d), v (T_k, d_v)."""
+def _flash_one(q, k, v, scale, offset, block_q, block_k, index=()):
+    """Tiled attention of one head: q (T_q, d), k (T_k, d), v (T_k, d_v); index: its batch entry."""
     t_q, t_k = q.shape[0], k.shape[0]
     out = np.empty((t_q, v.shape[1]), dtype=q.dtype)
     lse = np.empty(t_q, dtype=q.dtype)
@@ -97,9 +78,10 @@ def _flash_one(q, k, v, scale, offset, block_q, block_k):
         k_end = t_k if offset is None else max(0, min(t_k, q1 + offset))
         for k0 in range(0, k_end, block_k):  # inner loop streams key blocks
             k1 = min(k0 + block_k, t_k)
-            s = (q[q0:q1] @ k[k0:k1].T) * scale
+            allowed = None
             if offset is not None and k1 - 1 > q0 + offset:  # tile crosses the diagonal
-                s = np.where(np.arange(k0, k1)[None, :] <= rows[:, None] + offset, s, -np.inf)
+                allowed = causal_allowed(rows, np.arange(k0, k1), offset)
+            s = scores(q[q0:q1], k[k0:k1], scale, allowed, origin=(*index, q0, k0))  # -inf where not allowed
             state = merge(state, tile_state(s, v[k0:k1]))
         out[q0:q1], lse[q0:q1] = finalize(state)
     return out, lse
@@ -111,19 +93,19 @@ def flash_attention(q, k, v, *, causal=False, block_q=64, block_k=64, scale=None
     q (..., T_q, d_k), k (..., T_k, d_k), v (..., T_k, d_v) -> (..., T_q, d_v),
     and with return_lse also the log-sum-exp of every scaled score row (..., T_q).
     causal: False, True (square), "top_left" or "bottom_right"; blocks entirely
-    above the diagonal are skipped, never computed.
+    above the diagonal are skipped, never computed. float16 is computed in float32;
+    a score that overflows raises, naming q and k (tests/test_contract.py).
     """
-    q, k, v = check_qkv(q, k, v)
-    batch = leading_shape(q=q, k=k, v=v)
+    p = prepare_attention(q, k, v, causal=causal, scale=scale)
     block_q, block_k = positive_int("block_q", block_q), positive_int("block_k", block_k)
-    offset = causal_offset(causal, q.shape[-2], k.shape[-2])
-    dtype = np.result_type(q, k, v)
-    scale = np.asarray(resolve_scale(scale, q.shape[-1]), dtype=dtype)
-    q, k, v = (np.broadcast_to(x.astype(dtype, copy=False), (*batch, *x.shape[-2:])) for x in (q, k, v))
-    out = np.empty((*batch, q.shape[-2], v.shape[-1]), dtype)
-    lse = np.empty((*batch, q.shape[-2]), dtype)
-    for index in np.ndindex(*batch):
-        out[index], lse[index] = _flash_one(q[index], k[index], v[index], scale, offset, block_q, block_k)
+    q, k, v = (np.broadcast_to(x.astype(p.work, copy=False), (*p.batch, *x.shape[-2:]))
+               for x in (p.q, p.k, p.v))
+    out = np.empty((*p.batch, p.t_q, p.d_v), p.work)
+    lse = np.empty((*p.batch, p.t_q), p.work)
+    for index in np.ndindex(*p.batch):
+        out[index], lse[index] = _flash_one(q[index], k[index], v[index], p.scale, p.offset, block_q, block_k,
+                                            index)
+    out, lse = out.astype(p.dtype, copy=False), lse.astype(p.dtype, copy=False)
     return (out, lse) if return_lse else out
 
 
@@ -134,25 +116,22 @@ def weights_from_lse(q, k, lse, rows=None, *, causal=False, scale=None):
     return_lse; rows selects query indices (default all). Returns (..., len(rows), T_k).
     This is how one inspects attention that a fused kernel never materialised.
     """
-    q, k = check_qk(q, k)
-    lse = _check_lse(lse, q, k)
-    t_q = q.shape[-2]
-    rows = _row_indices(rows, t_q)
-    scale = resolve_scale(scale, q.shape[-1])
-    s = (q[..., rows, :] @ np.swapaxes(k, -1, -2)) * np.asarray(scale, np.result_type(q, k))
-    offset = causal_offset(causal, q.shape[-2], k.shape[-2])
-    if offset is not None:
-        s = np.where(np.arange(k.shape[-2]) <= rows[:, None] + offset, s, -np.inf)
+    p = prepare_attention(q, k, causal=causal, scale=scale)
+    lse = _check_lse(lse, p)
+    rows = _row_indices(rows, p.t_q)
+    allowed = None if p.offset is None else causal_allowed(rows, np.arange(p.t_k), p.offset)
+    s = scores(p.q[..., rows, :].astype(p.work, copy=False), p.k.astype(p.work, copy=False), p.scale, allowed,
+               rows=rows)
     lse_rows = lse[..., rows, None]
-    return np.where(np.isneginf(lse_rows), 0, np.exp(s - np.where(np.isneginf(lse_rows), 0, lse_rows)))
+    weights = np.where(np.isneginf(lse_rows), 0, np.exp(s - _safe(lse_rows)))
+    return weights.astype(np.result_type(p.dtype, lse), copy=False)
 
 
-def _check_lse(lse, q, k):
-    """lse as a float array (..., T_q) for q (..., T_q, d_k) and k (..., T_k, d_k): T_q as q's,
-    and leading dimensions that broadcast with those of q and k."""
-    batch = leading_shape(q=q, k=k)
+def _check_lse(lse, p):
+    """lse as a float array (..., T_q) for the prepared q (..., T_q, d_k) and k (..., T_k, d_k):
+    T_q as q's, and leading dimensions that broadcast with those of q and k."""
+    q, k, batch, t_q = p.q, p.k, p.batch, p.t_q
     lse = as_float_array("lse", lse, allow_neg_inf=True)
-    t_q = q.shape[-2]
     if lse.ndim < 1 or lse.shape[-1] != t_q:
         raise ValueError(f"lse must have shape (..., T_q) with T_q = {t_q} as q {q.shape}, got {lse.shape}")
     try:

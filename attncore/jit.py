@@ -75,8 +75,8 @@ from numba import prange, types
 from numba.core import cgutils
 from numba.extending import NativeValue, intrinsic, models, overload, register_model, typeof_impl, unbox
 
-from ._checks import as_float_array, check_qkv, leading_shape, positive_int, require_ndim, resolve_scale
-from .flash import causal_offset
+from ._checks import (as_float_array, causal_allowed, causal_offset, check_qkv, positive_int, prepare_attention, require_ndim,
+                      scores)
 
 FASTMATH = {"contract"}
 _jit = numba.njit(cache=True, fastmath=FASTMATH)
@@ -930,39 +930,59 @@ class _Layout(NamedTuple):
     """What a call of flash_attention does that depends only on shapes, dtypes and settings."""
     batch: tuple  # the broadcast leading dims
     t_q: int
+    t_k: int
     d_v: int
     dtype: np.dtype  # of the results
     work: type  # the kernel's float type
+    scale: float  # the resolved scale (natural units)
+    offset: object  # causal: query i sees key j when j <= i + offset; None if not causal
     k_rows: int  # k zero-padded to this many keys
     v_cols: int  # v zero-padded to this many columns
     indices: tuple  # q_index, k_index, v_index (see _batch_index)
-    settings: tuple  # the kernel's arguments t_k, scale (log2 units), causal, offset, starts, block_k
+    starts: np.ndarray  # the first query of each block, then t_q
+    block_k: int
     shape: TileShape
+    threads: int
+
+
+class _KernelArgs(NamedTuple):
+    """The arguments of _flash by name, in its order (_flash(*arguments, profiling, cycles))."""
+    q: np.ndarray  # (its leading dims flattened, T_q, d_k) in the kernel's float type
+    k: np.ndarray  # (..., k_rows, d_k), zero-padded
+    v: np.ndarray  # (..., T_k, v_cols), zero-padded
+    q_index: np.ndarray  # batch entry b reads q[q_index[b]]
+    k_index: np.ndarray
+    v_index: np.ndarray
+    t_k: int
+    scale: float  # in log2 units: scale * log2(e), in the kernel's float type
+    causal: bool
+    offset: int  # 0 when not causal
+    starts: np.ndarray
+    block_k: int
+    out: np.ndarray  # (batch entries, T_q, d_v), written by the kernel
+    lse: np.ndarray  # (batch entries, T_q)
+    shape: TileShape
+    narrow: TileShape
     threads: int
 
 
 def _layout(q, k, v, causal, block_q, block_k, scale, path):
     """Every check of flash_attention's arguments but finiteness, and the _Layout of the call."""
     # finiteness is left to the kernel: each thread of _flash sums x - x over its share of q, k, v
-    q, k, v = check_qkv(q, k, v, check_finite=False)
-    batch = leading_shape(q=q, k=k, v=v)
-    t_q, t_k, d_v = q.shape[-2], k.shape[-2], v.shape[-1]
-    offset = causal_offset(causal, t_q, t_k)
+    p = prepare_attention(q, k, v, causal=causal, scale=scale, check_finite=False)
     shape = PATHS[_resolve_path(path)]
-    dtype = np.result_type(q, k, v)
-    work = _compute_dtype(dtype)
+    work = _compute_dtype(p.dtype)
     if block_q is None:
-        starts = _block_starts(math.prod(batch), t_q, t_k, offset, numba.get_num_threads(), shape.name, np.dtype(work))
+        starts = _block_starts(math.prod(p.batch), p.t_q, p.t_k, p.offset, numba.get_num_threads(), shape.name,
+                               np.dtype(work))
     else:
-        starts = (*range(0, t_q, positive_int("block_q", block_q)), t_q)
+        starts = (*range(0, p.t_q, positive_int("block_q", block_q)), p.t_q)
     block_k = positive_int("block_k", block_k)
-    scale = resolve_scale(scale, q.shape[-1])
     # a key tile's rows are computed mr at a time: up to mr - 1 rows past t_k
-    k_rows = _round_up(t_k, shape.mr) if block_k % shape.mr == 0 else t_k + shape.mr - 1
-    return _Layout(batch, t_q, d_v, dtype, work, k_rows, _round_up(d_v, shape.mr),
-                   tuple(_batch_index(x.shape[:-2], batch) for x in (q, k, v)),
-                   (t_k, work(scale * LOG2E), offset is not None, offset or 0, np.array(starts, np.int64), block_k),
-                   shape, numba.get_num_threads())
+    k_rows = _round_up(p.t_k, shape.mr) if block_k % shape.mr == 0 else p.t_k + shape.mr - 1
+    return _Layout(p.batch, p.t_q, p.t_k, p.d_v, p.dtype, work, p.scale, p.offset, k_rows, _round_up(p.d_v, shape.mr),
+                   tuple(_batch_index(x.shape[:-2], p.batch) for x in (p.q, p.k, p.v)),
+                   np.array(starts, np.int64), block_k, shape, numba.get_num_threads())
 
 
 def _layout_key(q, k, v, *settings):
@@ -985,12 +1005,13 @@ MAX_LAYOUTS = 256
 
 
 def _prepare(q, k, v, causal, block_q, block_k, scale, path):
-    """The kernel's arguments for a call of flash_attention, and its _Layout.
+    """The kernel's _KernelArgs for a call of flash_attention, and its _Layout.
 
     The _Layout of each combination of shapes, dtypes and settings is worked out once
     and remembered, so a repeated call only reshapes its arrays and allocates the results:
     Python run right after a kernel call is slow (its caches are cold), and at N = 1024
-    the checks took a tenth of the call.
+    the checks took a tenth of the call. What depends on the values (scores that
+    overflow) is checked on every call.
     """
     key = _layout_key(q, k, v, causal, block_q, block_k, scale, path)
     layout = _LAYOUTS.get(key)
@@ -1000,13 +1021,47 @@ def _prepare(q, k, v, causal, block_q, block_k, scale, path):
             if len(_LAYOUTS) >= MAX_LAYOUTS:
                 _LAYOUTS.clear()
             _LAYOUTS[key] = layout
-    q = _flatten(np.asarray(q), layout.work)
-    k = _flatten(np.asarray(k), layout.work, rows=layout.k_rows)
-    v = _flatten(np.asarray(v), layout.work, cols=layout.v_cols)
+    q, k, v = np.asarray(q), np.asarray(k), np.asarray(v)
+    _check_scores(q, k, v, layout)
     count = layout.indices[0].size
-    out = np.empty((count, layout.t_q, layout.d_v), layout.work)
-    lse = np.empty((count, layout.t_q), layout.work)
-    return (q, k, v, *layout.indices, *layout.settings, out, lse, layout.shape, layout.shape.narrow, layout.threads), layout
+    arguments = _KernelArgs(
+        _flatten(q, layout.work), _flatten(k, layout.work, rows=layout.k_rows),
+        _flatten(v, layout.work, cols=layout.v_cols), *layout.indices, layout.t_k,
+        layout.work(layout.scale * LOG2E), layout.offset is not None, layout.offset or 0, layout.starts,
+        layout.block_k, np.empty((count, layout.t_q, layout.d_v), layout.work),
+        np.empty((count, layout.t_q), layout.work), layout.shape, layout.shape.narrow, layout.threads)
+    return arguments, layout
+
+
+def _check_scores(q, k, v, layout, chunk=256):
+    """Raise, as attention and attncore.flash_attention do, if a score overflows the kernel's
+    float type (it would come back as a silent zero row: exp2 of NaN is 0 in the kernel).
+
+    The kernel forms (scale log2(e) q) . k. Every partial sum is at most d_k max|q| max|k| in
+    size, so below a quarter of the largest float nothing can overflow: one pass over q and
+    k, no more. Past it (or with NaN or inf, named first) the scores are formed here, in
+    blocks of queries: as the NumPy implementations form them, then in the kernel's log2 units.
+    """
+    if q.size == 0 or k.size == 0:
+        return
+    limit, factor = float(np.finfo(layout.work).max) / 4, float(layout.scale) * LOG2E  # Python floats: inf, no warning
+    q_max, k_max = max(float(q.max()), -float(q.min())), max(float(k.max()), -float(k.min()))
+    if factor * q_max * k_max * q.shape[-1] < limit and factor * q_max < limit:
+        return
+    q, k, v = check_qkv(q, k, v)
+    q = np.broadcast_to(q, (*layout.batch, *q.shape[-2:]))
+    k = np.broadcast_to(k, (*layout.batch, *k.shape[-2:]))
+    work = layout.work
+    for index in np.ndindex(*layout.batch):
+        q_b, k_b = q[index].astype(work), k[index].astype(work)
+        for q0 in range(0, layout.t_q, chunk):
+            q1 = min(q0 + chunk, layout.t_q)
+            allowed = None if layout.offset is None else causal_allowed(
+                np.arange(q0, q1), np.arange(layout.t_k), layout.offset)  # a hidden score plays no part
+            with np.errstate(over="ignore"):
+                q_log2 = q_b[q0:q1] * work(factor)
+            scores(q_b[q0:q1], k_b, layout.scale, allowed, origin=(*index, q0, 0))
+            scores(q_log2, k_b, 1.0, allowed, origin=(*index, q0, 0))
 
 
 def _run(arguments, profiling, q, k, v):
@@ -1034,7 +1089,7 @@ def flash_attention(q, k, v, *, causal=False, block_q=None, block_k=BLOCK_K, sca
     """
     arguments, layout = _prepare(q, k, v, causal, block_q, block_k, scale, path)
     _run(arguments, False, q, k, v)
-    out, lse = arguments[12], arguments[13]
+    out, lse = arguments.out, arguments.lse
     out = out.reshape(*layout.batch, layout.t_q, layout.d_v).astype(layout.dtype, copy=False)
     lse = lse.reshape(*layout.batch, layout.t_q).astype(layout.dtype, copy=False)
     return (out, lse) if return_lse else out
@@ -1042,8 +1097,7 @@ def flash_attention(q, k, v, *, causal=False, block_q=None, block_k=BLOCK_K, sca
 
 def _cycle_counts(arguments):
     """Zeroed cycle counters, one row of PHASES per task of _flash."""
-    q_index, starts = arguments[3], arguments[10]
-    return np.zeros((q_index.size * (starts.size - 1), len(PHASES)), np.int64)
+    return np.zeros((arguments.q_index.size * (arguments.starts.size - 1), len(PHASES)), np.int64)
 
 
 # ------------------------------------------------------- introspection

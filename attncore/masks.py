@@ -6,9 +6,7 @@ scores (..., T_q, T_k). `to_additive` converts to the 0 / -inf form.
 """
 import numpy as np
 
-from ._checks import positive_int
-
-ALIGNMENTS = ("top_left", "bottom_right")
+from ._checks import ALIGNMENTS, causal_offset, positive_int
 
 
 def causal(t_q, t_k=None, *, align=None):
@@ -23,13 +21,8 @@ def causal(t_q, t_k=None, *, align=None):
     t_k = t_q if t_k is None else positive_int("t_k", t_k)
     if align is not None and align not in ALIGNMENTS:
         raise ValueError(f"align must be one of {ALIGNMENTS}, got {align!r}")
-    if t_q != t_k and align is None:
-        raise ValueError(
-            f"a causal mask of shape (t_q, t_k) = ({t_q}, {t_k}) is ambiguous: pass "
-            f"align='bottom_right' (queries are the last t_q positions, as in decoding) "
-            f"or align='top_left' (queries are the first t_q positions, as torch's is_causal)"
-        )
-    offset = t_k - t_q if align == "bottom_right" else 0
+    offset = causal_offset(True if align is None else align, t_q, t_k, name="align",
+                           what=f"a causal mask of shape (t_q, t_k) = ({t_q}, {t_k})")
     return np.tri(t_q, t_k, k=offset, dtype=bool)
 
 

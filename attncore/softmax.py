@@ -7,7 +7,7 @@ with nothing left gets all zeros instead of the 0/0 = NaN of the naive formula.
 """
 import numpy as np
 
-from ._checks import as_float_array, as_mask
+from ._checks import as_float_array, as_mask, finite_or_zero
 
 
 def _prepare(x, axis, mask):
@@ -18,26 +18,46 @@ def _prepare(x, axis, mask):
     gets max 0 so that x - max stays -inf rather than NaN.
     """
     x = as_float_array("x", x, allow_neg_inf=True)
+    return _masked(x, axis, None if mask is None else as_mask(mask, x.shape))
+
+
+def _masked(x, axis, mask):
+    """_prepare's work on trusted input: x (float, no NaN or +inf) and mask (None, or
+    boolean of x's shape)."""
     if mask is not None:
-        x = np.where(as_mask(mask, x.shape), x, -np.inf).astype(x.dtype, copy=False)
-    m = np.max(x, axis=axis, keepdims=True, initial=-np.inf)
-    m = np.where(np.isneginf(m), 0, m).astype(x.dtype, copy=False)
-    return x, m
+        x = np.where(mask, x, -np.inf).astype(x.dtype, copy=False)
+    return x, finite_or_zero(np.max(x, axis=axis, keepdims=True, initial=-np.inf))
+
+
+def _normalise(x, m, axis):
+    """softmax of x given its safe slice max m (from _prepare or _masked)."""
+    e = np.exp(x - m)
+    total = np.sum(e, axis=axis, keepdims=True)
+    return e / np.where(total == 0, 1, total).astype(x.dtype, copy=False)
+
+
+def masked_softmax(x, mask=None, axis=-1):
+    """softmax(x, axis, mask) for trusted input: the core of attention_weights, which has
+    checked its q and k (the scores are finite) and its mask (boolean, of x's shape)."""
+    return _normalise(*_masked(x, axis, mask), axis)
 
 
 def logsumexp(x, axis=-1, mask=None, keepdims=False):
     """log(sum(exp(x))) along axis; -inf for an empty (fully masked) slice."""
-    x, m = _prepare(x, axis, mask)
-    with np.errstate(divide="ignore"):
-        out = m + np.log(np.sum(np.exp(x - m), axis=axis, keepdims=True))
+    out = _lse(*_prepare(x, axis, mask), axis)
     return out if keepdims else np.squeeze(out, axis=axis)
+
+
+def _lse(x, m, axis):
+    """log(sum(exp(x))) along axis (kept) given the safe slice max m; -inf for an empty slice."""
+    with np.errstate(divide="ignore"):
+        return m + np.log(np.sum(np.exp(x - m), axis=axis, keepdims=True))
 
 
 def log_softmax(x, axis=-1, mask=None):
     """x - logsumexp(x); masked entries (log of weight 0) are -inf, as is a fully masked slice."""
-    x, _ = _prepare(x, axis, mask)
-    lse = logsumexp(x, axis=axis, keepdims=True)
-    return x - np.where(np.isneginf(lse), 0, lse).astype(x.dtype, copy=False)
+    x, m = _prepare(x, axis, mask)
+    return x - finite_or_zero(_lse(x, m, axis))
 
 
 def softmax(x, axis=-1, mask=None):
@@ -45,10 +65,7 @@ def softmax(x, axis=-1, mask=None):
 
     Masked entries are exactly 0; a fully masked slice is all zeros.
     """
-    x, m = _prepare(x, axis, mask)
-    e = np.exp(x - m)
-    total = np.sum(e, axis=axis, keepdims=True)
-    return e / np.where(total == 0, 1, total).astype(x.dtype, copy=False)
+    return _normalise(*_prepare(x, axis, mask), axis)
 
 
 def softmax_one(x, axis=-1, mask=None):

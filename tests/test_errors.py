@@ -319,3 +319,40 @@ def test_empty_feature_axis_and_boolean_scale_are_refused():
         ac.flash_attention(_z(3, 0), _z(5, 0), _z(5, 2))
     with pytest.raises(ValueError, match=r"scale must be a positive finite number, got True"):
         ac.attention(_z(3, 4), _z(5, 4), _z(5, 4), scale=True)
+
+
+# --------------------------------------------------------------------------- the front door
+
+
+def test_overflowing_scores_name_q_and_k_not_x():
+    """Review 3.5.1 / R0 row 24: finite q and k whose scores overflow were reported as
+    "x must be finite" (x: the scores, an argument nobody passed). Every entry point that
+    forms scores now says which query and key, in the caller's words."""
+    q, k = _z(3, 4, dtype=np.float32), _z(5, 4, dtype=np.float32)
+    q[2], k[1] = 1e30, 1e30
+    match = r"^q and k are finite but their scores scale \* q k\^T overflow float32: the score of query 2 and key 1 "
+    for call in (lambda: ac.attention_scores(q, k), lambda: ac.attention_weights(q, k),
+                 lambda: ac.attention(q, k, k), lambda: ac.flash_attention(q, k, k, block_q=2, block_k=2),
+                 lambda: ac.weights_from_lse(q, k, np.zeros(3, np.float32), rows=[2]),
+                 lambda: ac.grouped_query_attention(q[None], k[None], k[None])):
+        with pytest.raises(ValueError, match=match):
+            call()
+    # hidden by the mask, the same score plays no part
+    allowed = np.ones((3, 5), bool)
+    allowed[2, 1] = False
+    assert np.isfinite(ac.attention(q, k, k, mask=allowed)).all()
+
+
+def test_float16_scores_are_returned_in_float16_and_refused_past_its_range():
+    """attention_scores returns the scores in the inputs' dtype, so a float16 score past
+    65504 cannot be returned; attention_weights computes in float32 and returns float16."""
+    q = np.full((2, 4), 200, np.float16)
+    with pytest.raises(ValueError, match="overflow float16"):
+        ac.attention_scores(q, q, scale=1.0)
+    weights = ac.attention_weights(q, q, scale=1.0)
+    assert weights.dtype == np.float16 and np.allclose(weights, 0.5)
+
+
+def test_feature_map_must_be_a_function():
+    with pytest.raises(ValueError, match=r"feature_map must be a function .*got None"):
+        ac.linear_attention(_z(3, 4), _z(5, 4), _z(5, 2), None)

@@ -603,3 +603,18 @@ def test_cache_is_written_then_loaded(tmp_path):
     assert any(name.startswith("jit._flash-") for name in index_files)
     assert run_python(code, NUMBA_CACHE_DIR=str(tmp_path)).split() == [two, "0"]
     assert sorted(p.name for p in tmp_path.rglob("*.nbi")) == index_files
+
+
+def test_the_overflow_check_forms_no_scores_for_ordinary_inputs(monkeypatch):
+    """The kernel would return an overflowing row as a silent zero row, so flash_attention
+    checks the scores first (tests/test_contract.py); for inputs whose d_k max|q| max|k|
+    bound is far from overflow that costs one pass over q and k, and no score is formed."""
+    def no_scores(*args, **kwargs):
+        raise AssertionError("scores formed in Python")
+
+    x = np.random.default_rng(9).standard_normal((2, 40, 8)).astype(np.float32)
+    expected = jit.flash_attention(x, x, x)
+    monkeypatch.setattr(jit, "scores", no_scores)
+    np.testing.assert_array_equal(jit.flash_attention(x, x, x), expected)
+    with pytest.raises(AssertionError, match="scores formed"):
+        jit.flash_attention(x * 1e19, x * 1e19, x)
