@@ -1,0 +1,254 @@
+"""The contract of every implementation of attention: same result, or the same error.
+
+The implementations: attncore.attention (a causal mask passed as `mask`),
+grouped_query_attention with repeated heads, attncore.flash_attention (NumPy tiles) and
+attncore.jit.flash_attention on every micro-kernel path (all of them run on any CPU:
+LLVM lowers wider vectors to what the CPU has). What they all promise:
+
+- the weights softmax(scale q k^T) over the allowed keys, to a tolerance justified in
+  `_tolerance`, with broadcast leading dimensions, both causal alignments, any T_k >= 0;
+- a row with no allowed key (T_k = 0, or bottom_right with T_q > T_k) has output 0 and
+  log-sum-exp -inf, never NaN;
+- float16 in gives float16 out, computed in float32 (scores past float16's range are fine);
+- scores that overflow the compute dtype although q and k are finite raise ValueError
+  naming q and k and the query and key, never NaN (NumPy tiles) or a silent zero row
+  (the kernel) -- unless the key is hidden from that query: a hidden score plays no part;
+- NaN or inf in q, k or v raises ValueError naming the argument;
+- causal=True with T_q != T_k is refused as ambiguous.
+"""
+import numpy as np
+import pytest
+
+import attncore as ac
+from attncore import masks
+
+try:
+    from attncore import jit
+except ImportError:  # the contract of the NumPy implementations holds without Numba
+    jit = None
+
+
+def _mask(causal, t_q, t_k):
+    """The boolean mask that `causal` stands for, for the implementations that take masks.
+    masks.causal needs t_q, t_k >= 1 (and refuses True for t_q != t_k); the empty mask of
+    a side of length 0 is built here, from the DESIGN's rule j <= i + offset."""
+    if causal is False:
+        return None
+    if t_q and t_k:
+        return masks.causal(t_q, t_k, align=None if causal is True else causal)
+    if causal is True and t_q != t_k:
+        pytest.skip("masks.causal refuses empty sides; the ambiguity is tested with t >= 1")
+    offset = t_k - t_q if causal == "bottom_right" else 0
+    return np.arange(t_k)[None, :] <= np.arange(t_q)[:, None] + offset
+
+
+def _attention(q, k, v, causal, scale):
+    return ac.attention(q, k, v, mask=_mask(causal, q.shape[-2], k.shape[-2]), scale=scale), None
+
+
+def _grouped(q, k, v, causal, scale):
+    """Two query heads over one kv head, both the given q: each must equal attention."""
+    mask = _mask(causal, q.shape[-2], k.shape[-2])
+    q2 = np.stack([q, q], axis=-3)  # (..., 2, T_q, d)
+    out = ac.grouped_query_attention(q2, k[..., None, :, :], v[..., None, :, :], mask=mask, scale=scale)
+    np.testing.assert_array_equal(out[..., 0, :, :], out[..., 1, :, :])
+    return out[..., 0, :, :], None
+
+
+def _flash(q, k, v, causal, scale):
+    return ac.flash_attention(q, k, v, causal=causal, scale=scale, block_q=3, block_k=2, return_lse=True)
+
+
+def _jit(path):
+    def run(q, k, v, causal, scale):
+        return jit.flash_attention(q, k, v, causal=causal, scale=scale, block_k=5, return_lse=True, path=path)
+
+    return run
+
+
+IMPLEMENTATIONS = {"attention": _attention, "grouped_query_attention": _grouped, "flash_attention": _flash}
+for _path in sorted(jit.PATHS) if jit is not None else ():
+    IMPLEMENTATIONS[f"jit-{_path}"] = _jit(_path)
+NAMES = sorted(IMPLEMENTATIONS)
+
+
+def reference(q, k, v, causal, scale=None):
+    """The definition, in float64: weights over the allowed keys, 0 for a row with none;
+    and the log-sum-exp of each row (-inf for a row with none)."""
+    q, k, v = (np.asarray(x, np.float64) for x in (q, k, v))
+    t_q, t_k = q.shape[-2], k.shape[-2]
+    s = (q @ np.swapaxes(k, -1, -2)) * (1 / np.sqrt(q.shape[-1]) if scale is None else scale)
+    mask = _mask(causal, t_q, t_k)
+    s = np.where(True if mask is None else mask, s, -np.inf)
+    m = np.max(s, axis=-1, keepdims=True, initial=-np.inf)
+    e = np.exp(s - np.where(np.isneginf(m), 0, m))
+    total = e.sum(axis=-1, keepdims=True)
+    with np.errstate(divide="ignore"):
+        lse = (np.where(np.isneginf(m), 0, m) + np.log(total))[..., 0]
+    return (e / np.where(total == 0, 1, total)) @ v, lse, s
+
+
+def _tolerance(dtype, s, v):
+    """Each implementation computes in float32 (float16, float32 in) or float64 and sums in
+    its own order (tiles, the kernel's log2 units and exp2 polynomial): a score is off by a
+    few eps (1 + max|s|), a weight by that relative amount, the output (a convex combination
+    of the rows of v) by that times max|v|; 16 such units, as tests/test_jit.py allows. A
+    float16 result adds its own rounding, eps16 / 2 of |out| <= max|v|."""
+    work = np.float64 if dtype == np.float64 else np.float32
+    top = np.abs(s[np.isfinite(s)]).max(initial=0)
+    unit = 16 * np.finfo(work).eps * (1 + top)
+    v_max = np.abs(v).max(initial=0)
+    out_tol = unit * v_max + (np.finfo(dtype).eps / 2 * v_max if dtype == np.float16 else 0)
+    lse_tol = unit + (np.finfo(dtype).eps / 2 * (1 + top) if dtype == np.float16 else 0)
+    return out_tol, lse_tol
+
+
+def _check(name, q, k, v, causal, scale=None):
+    out, lse = IMPLEMENTATIONS[name](q, k, v, causal, scale)
+    ref_out, ref_lse, s = reference(q, k, v, causal, scale)
+    dtype = np.result_type(q, k, v)
+    assert out.dtype == dtype and out.shape == ref_out.shape
+    out_tol, lse_tol = _tolerance(dtype, s, v)
+    np.testing.assert_allclose(out.astype(np.float64), ref_out, rtol=0, atol=out_tol)
+    empty = np.isneginf(ref_lse)
+    assert np.all(out[empty] == 0)  # a row with no allowed key: exactly 0, never NaN
+    if lse is not None:
+        assert lse.dtype == dtype and lse.shape == ref_lse.shape
+        np.testing.assert_array_equal(np.isneginf(lse), empty)
+        np.testing.assert_allclose(lse[~empty].astype(np.float64), ref_lse[~empty], rtol=0, atol=lse_tol)
+    return out
+
+
+def _random(shapes, dtype=np.float32, sigma=1.0, seed=0):
+    rng = np.random.default_rng(seed)
+    return [rng.normal(0, sigma, shape).astype(dtype) for shape in shapes]
+
+
+CAUSAL = [False, True, "top_left", "bottom_right"]
+# (T_q, T_k): square, fewer queries than keys (decoding), more (bottom_right leaves the first
+# T_q - T_k rows with no key)
+SIZES = [(7, 7), (3, 11), (11, 4)]
+
+
+@pytest.mark.parametrize("name", NAMES)
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64])
+def test_same_result_for_every_causal_alignment(name, dtype):
+    for t_q, t_k in SIZES:
+        q, k, v = _random([(2, t_q, 8), (2, t_k, 8), (2, t_k, 5)], dtype, seed=t_q)
+        for causal in CAUSAL:
+            if causal is True and t_q != t_k:
+                continue
+            _check(name, q, k, v, causal)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_rows_with_no_key_are_zero_with_lse_minus_inf(name):
+    q, k, v = _random([(2, 11, 4), (2, 4, 4), (2, 4, 3)])
+    out = _check(name, q, k, v, "bottom_right")
+    assert np.all(out[:, :7] == 0) and np.all(np.abs(out[:, 7:]).max(axis=-1) > 0)
+
+
+@pytest.mark.parametrize("name", NAMES)
+@pytest.mark.parametrize("causal", [False, "top_left", "bottom_right"])
+@pytest.mark.parametrize("t_q", [0, 3])
+def test_no_keys_at_all(name, causal, t_q):
+    """T_k = 0: every row has no key, so the output is (..., T_q, d_v) of zeros."""
+    q, k, v = _random([(2, t_q, 4), (2, 0, 4), (2, 0, 3)])
+    out = _check(name, q, k, v, causal)
+    assert out.shape == (2, t_q, 3)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_broadcast_leading_dimensions(name):
+    """q (2, 3, ...), k (1, 3, ...), v (2, 1, ...) and (3,) against () and (1,): the result is
+    that of the arrays broadcast to (2, 3, ...) explicitly."""
+    q, k, v = _random([(2, 3, 6, 4), (1, 3, 9, 4), (2, 1, 9, 3)], seed=5)
+    out = _check(name, q, k, v, "bottom_right")
+    batch = (2, 3)
+    explicit = [np.broadcast_to(x, (*batch, *x.shape[-2:])).copy() for x in (q, k, v)]
+    np.testing.assert_allclose(out, _check(name, *explicit, "bottom_right"), rtol=0, atol=1e-6)
+    q, k, v = _random([(3, 5, 4), (5, 4), (1, 5, 2)], seed=6)
+    assert _check(name, q, k, v, True).shape == (3, 5, 2)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_large_scores_that_fit_are_exact(name):
+    """Scores around 1e4 (exp of them overflows, the max-shifted form does not)."""
+    q, k, v = _random([(2, 6, 8), (2, 9, 8), (2, 9, 3)], sigma=20.0, seed=2)
+    _check(name, q, k, v, False, scale=1.0)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_float16_scores_past_its_range_are_computed_in_float32(name):
+    """float16 entries around 300 give products q . k far past 65504, the float16 maximum, and
+    scale 1e-3 brings the scores back to a few hundred: computed in float32 (as fused kernels
+    accumulate), returned in float16."""
+    q, k, v = _random([(2, 5, 8), (2, 6, 8), (2, 6, 4)], np.float16, sigma=300.0, seed=3)
+    assert np.abs(q.astype(np.float32) @ np.swapaxes(k, -1, -2).astype(np.float32)).max() > 65504
+    out = _check(name, q, k, v, False, scale=1e-3)
+    assert out.dtype == np.float16 and np.isfinite(out).all()
+
+
+OVERFLOWS = {
+    "positive": (1e30, 1e30),  # the score is +inf
+    "negative": (1e30, -1e30),  # -inf: it would look like a masked key
+    "mixed": (1e30, None),  # +inf - inf within the dot product: NaN
+}
+
+
+@pytest.mark.parametrize("name", NAMES)
+@pytest.mark.parametrize("kind", OVERFLOWS)
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_overflowing_scores_raise_naming_q_and_k(name, kind, dtype):
+    """One score, of query 4 and key 2, overflows (float32: 1e30 * 1e30; float64: 1e200 * 1e200):
+    every implementation raises the same error, naming q and k, the query and the key."""
+    big = 1e30 if dtype == np.float32 else 1e200
+    q, k, v = _random([(2, 6, 4), (2, 7, 4), (2, 7, 3)], dtype, seed=4)
+    a, b = OVERFLOWS[kind]
+    q[1, 4] = big
+    k[1, 2] = big * b / a if b is not None else np.array([big, -big, big, -big])
+    match = (rf"^q and k are finite but their scores scale \* q k\^T overflow {np.dtype(dtype)}: "
+             r"the score of query 4 and key 2 ")
+    for causal in (False, "bottom_right"):
+        with pytest.raises(ValueError, match=match):
+            IMPLEMENTATIONS[name](q, k, v, causal, None)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_an_overflow_hidden_by_the_causal_mask_plays_no_part(name):
+    """Query 1 never sees key 5 (causal): its overflowing score is no error, and the result
+    is the definition's."""
+    q, k, v = _random([(1, 7, 4), (1, 7, 4), (1, 7, 3)], seed=9)
+    q[0, 1], k[0, 5] = 1e30, 1e30
+    _check(name, q, k, v, True)
+
+
+@pytest.mark.parametrize("name", NAMES)
+@pytest.mark.parametrize("argument", ["q", "k", "v"])
+@pytest.mark.parametrize("bad", [np.nan, np.inf])
+def test_nan_or_inf_in_an_input_names_it(name, argument, bad):
+    arrays = dict(zip("qkv", _random([(2, 5, 4), (2, 6, 4), (2, 6, 3)])))
+    arrays[argument][1, 2, 0] = bad
+    with pytest.raises(ValueError, match=rf"^{argument} must be finite, got {bad}"):
+        IMPLEMENTATIONS[name](arrays["q"], arrays["k"], arrays["v"], False, None)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_causal_true_with_rectangular_shapes_is_ambiguous(name):
+    q, k, v = _random([(3, 4), (5, 4), (5, 2)])
+    with pytest.raises(ValueError, match="is ambiguous for T_q = 3 != T_k = 5"):
+        IMPLEMENTATIONS[name](q, k, v, True, None)
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64])
+def test_grouped_query_attention_is_attention_with_repeated_kv_heads(dtype):
+    """Four query heads over two kv heads: query head h reads kv head h // 2, so it equals
+    attention with k and v repeated (np.repeat, not np.tile) to four heads, weights included."""
+    q, k, v = _random([(2, 4, 6, 8), (2, 2, 9, 8), (2, 2, 9, 3)], dtype, seed=7)
+    mask = masks.causal(6, 9, align="bottom_right")
+    out, weights = ac.grouped_query_attention(q, k, v, mask=mask, return_weights=True)
+    want, want_weights = ac.attention(q, np.repeat(k, 2, axis=-3), np.repeat(v, 2, axis=-3), mask=mask,
+                                      return_weights=True)
+    assert out.dtype == weights.dtype == dtype
+    np.testing.assert_array_equal(out, want)
+    np.testing.assert_array_equal(weights, want_weights)
