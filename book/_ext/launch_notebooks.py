@@ -475,6 +475,8 @@ def launch_notebook(page, site=None):
     notebook.cells = [c for c in notebook.cells if c.cell_type != "markdown" or c.source.strip()]
     code = "\n".join(c.source for c in notebook.cells if c.cell_type == "code")
     notebook.cells.insert(0, install_cell(code))
+    for index, cell in enumerate(notebook.cells):   # stable ids: regenerating gives no diff
+        cell.id = f"cell-{index}"
     return notebook
 
 
@@ -501,7 +503,8 @@ def write(page, site=None):
     """Write page's launch notebook beside it, unless the one there is already current."""
     target = Path(page).with_suffix(".ipynb")
     notebook = launch_notebook(page, site)
-    if target.is_file() and contents(nbformat.read(target, as_version=4)) == contents(notebook):
+    if target.is_file() and contents(nbformat.read(target, as_version=4)) == contents(notebook) \
+            and [c.get("id") for c in nbformat.read(target, as_version=4).cells] == [c.id for c in notebook.cells]:
         return False
     nbformat.write(notebook, target)
     return True
