@@ -6,7 +6,9 @@ so the process that runs learner code holds no expected values and no grader sta
 
 While the function runs:
 - the attncore functions it is asked to write (or that would do the work) raise
-  ForbiddenCall, in attncore and wherever the learner's module holds a copy;
+  ForbiddenCall however they are reached (an alias, a default argument, sys.modules):
+  their code is swapped for the call, and guard_library keeps learner code from
+  copying that code or re-running attncore's modules to get fresh copies;
 - warnings are recorded and printed output is captured: both become notes, never
   mistakes (a RuntimeWarning from log(0) is how the additive-mask idiom works);
 - allocations are traced with tracemalloc when memory is measured; the function's own
@@ -17,9 +19,11 @@ import contextlib
 import io
 import sys
 import tracemalloc
+import types
 import warnings
 
 MAX_NOTE_CHARS = 300
+_LIBRARY = {}  # "masks.causal" -> (the function, its own code), as attncore defined them
 
 
 class ForbiddenCall(Exception):
@@ -35,7 +39,7 @@ def observe(function, arguments, forbidden=(), measure_memory=False):
     """
     notes = []
     returned, raised = None, None
-    with captured_as_notes(notes), _tripwires(forbidden, function), \
+    with captured_as_notes(notes), _tripwires(forbidden), \
             _peak_memory(measure_memory, function) as peak:
         try:
             returned = function(*arguments.values())
@@ -110,31 +114,95 @@ def _routed_to(out, err):
             stream.target = stream.original
 
 
-@contextlib.contextmanager
-def _tripwires(names, function):
-    """While the block runs, attncore.<name> and the function's global copies raise."""
+def library_functions():
+    """{name: (function, its code)} for attncore's functions as tripwires name them
+    ("softmax", "masks.causal"), from every attncore module loaded so far."""
     import attncore
+    import attncore.bert  # noqa: F401  (the real-model exercise forbids its functions)
 
-    def owner_and_attribute(name):
-        *path, attribute = name.split(".")
-        owner = attncore
-        for part in path:
-            owner = getattr(owner, part)
-        return owner, attribute
+    known = {id(function): code for function, code in _LIBRARY.values()}
+    for module_name, module in list(sys.modules.items()):
+        if not module_name.startswith("attncore.") or module_name.startswith("attncore.grading"):
+            continue
+        prefix = module_name.removeprefix("attncore.")
+        for name, value in list(vars(module).items()):
+            if isinstance(value, types.FunctionType) and value.__module__ == module_name \
+                    and value.__closure__ is None:
+                if id(value) not in known:  # read once: a tripped function keeps its own
+                    known[id(value)] = value.__code__
+                for key in (f"{prefix}.{name}", *[name] * (getattr(attncore, name, None) is value)):
+                    _LIBRARY.setdefault(key, (value, known[id(value)]))
+    return _LIBRARY
 
-    def tripwire(name):
-        def refuse(*args, **kwargs):
-            raise ForbiddenCall(f"attncore.{name}")
-        return refuse
 
-    with _replaced({owner_and_attribute(name): tripwire(name) for name in names}, function):
+def guard_library():
+    """From now on, for good (an audit hook cannot be removed): attncore's functions cannot
+    be read for their code, their code cannot be copied into new functions, and its modules
+    cannot be run again (importlib.reload, a fresh spec of the same file), so that no fresh
+    copy side-steps a tripwire. (Pasting the library's source is copying, which no check
+    in the process can tell from writing the code.)"""
+    functions = library_functions().values()
+    protected = {id(f) for f, _ in functions}
+    codes = {id(code) for _, code in functions}
+    bytecodes = {code.co_code for _, code in functions}
+    loaded = {module.__file__ for name, module in list(sys.modules.items())
+              if name.startswith("attncore") and getattr(module, "__file__", None)}
+
+    def hook(event, args):
+        if event == "object.__getattr__" and args[1] == "__code__" and id(args[0]) in protected \
+                or event == "function.__new__" and id(args[0]) in codes \
+                or event == "code.__new__" and args[0] in bytecodes \
+                or event == "exec" and getattr(args[0], "co_name", None) == "<module>" \
+                and args[0].co_filename in loaded:
+            raise PermissionError(f"{event}: attncore's own code cannot be read, copied or run "
+                                  f"again while your code is graded")
+
+    sys.addaudithook(hook)
+
+
+def trip(names):
+    """From now on, the named attncore functions ("softmax", "masks.causal") raise
+    ForbiddenCall wherever they are held: their code is swapped for a refusal."""
+    library = library_functions()
+    for name in names:
+        library[name][0].__code__ = _refusal_code(name)
+
+
+def untrip(names):
+    """Give the named functions their own code back."""
+    for name in names:
+        function, code = library_functions()[name]
+        function.__code__ = code
+
+
+@contextlib.contextmanager
+def _tripwires(names):
+    """While the block runs, the named attncore functions raise ForbiddenCall."""
+    trip(names)
+    try:
         yield
+    finally:
+        untrip(names)
+
+
+def _refusal(*args, **kwargs):
+    raise __import__("attncore.grading.observe", fromlist=["ForbiddenCall"]).ForbiddenCall(
+        "attncore.NAME")
+
+
+def _refusal_code(name):
+    """Code that raises ForbiddenCall(attncore.<name>), with no free variables, so that it
+    can stand in for any function's code."""
+    code = _refusal.__code__
+    return code.replace(co_consts=tuple(f"attncore.{name}" if c == "attncore.NAME" else c
+                                        for c in code.co_consts))
 
 
 @contextlib.contextmanager
 def _replaced(replacements, function):
     """While the block runs, owner.name is replaced for every (owner, name): replacement, and
-    so is every global of the function's module that holds what owner.name held."""
+    so is every global of the function's module that holds what owner.name held (the
+    tracemalloc controls, which are builtins and cannot have their code swapped)."""
     originals = {target: getattr(*target) for target in replacements}
     namespace = getattr(function, "__globals__", {})
     aliases = {key: replacements[target] for key, value in list(namespace.items())

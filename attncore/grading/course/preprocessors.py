@@ -1,7 +1,7 @@
 """The nbgrader preprocessor that grades out of process (see config.py)."""
 import nbformat
 from nbgrader.preprocessors import NbGraderPreprocessor
-from traitlets import Float
+from traitlets import Enum, Float, Integer
 
 from .runner import TIME_LIMIT, grade_notebook, test_cells
 
@@ -12,10 +12,20 @@ class GradeOutOfProcess(NbGraderPreprocessor):
 
     time_limit = Float(TIME_LIMIT, help="Seconds for one cell to load or one call to "
                                         "return in the grading worker.").tag(config=True)
+    sandbox = Enum(["bubblewrap", "none"], default_value="bubblewrap", help=(
+        "Where each submission's code runs: 'bubblewrap', a sandbox of its own that cannot "
+        "reach the course folder, the gradebook or the grader (Linux, package bubblewrap); "
+        "'none', a plain process that can (only for trusted code). With 'bubblewrap', a "
+        "machine where no sandbox starts refuses to grade.")).tag(config=True)
+    seed = Integer(None, allow_none=True, help=(
+        "The draw of the hidden cases: None draws a fresh seed for every notebook (its "
+        "feedback names it, so the run can be replayed); an integer fixes it for every "
+        "notebook, e.g. to regrade exactly as before.")).tag(config=True)
 
     def preprocess(self, nb, resources):
         folder = resources.get("metadata", {}).get("path") or "."
-        verdicts = grade_notebook(nb.cells, cwd=folder, time_limit=self.time_limit)
+        verdicts = grade_notebook(nb.cells, cwd=folder, time_limit=self.time_limit,
+                                  sandbox=self.sandbox, seed=self.seed)
         for grade_id, cell in test_cells(nb.cells):
             verdict = verdicts[grade_id]
             cell.outputs = [

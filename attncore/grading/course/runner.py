@@ -6,9 +6,18 @@ names (by its grade id, "function-suite") through the engine, with every call of
 learner's function sent to the worker. The worker never holds an expected value; a cell
 or a call that runs too long or ends the process stops only that cell or that suite:
 the worker is started again and the rest of the notebook is graded as usual.
+
+The worker runs in a sandbox (course.sandbox) where one can start, and nothing it sends
+is believed beyond the values it returns, which are validated here: array arguments
+are lent through an arena and read back by the grader, memory is measured from outside
+(the worker's peak resident memory in /proc), notes are bounded, and the hidden cases
+are drawn from a seed picked at grading time.
 """
+import contextlib
 import os
 import queue
+import secrets
+import signal
 import subprocess
 import sys
 import tempfile
@@ -18,10 +27,16 @@ from pathlib import Path
 
 from ..engine import SPECS, Outcome, run_suite
 from ..engine.feedback import message
-from . import wire
+from ..observe import shorten
+from . import sandbox as sandboxes, wire
+from .arena import Arena
 from .layout import parse_grade_id
 
 TIME_LIMIT = 30.0  # seconds for one cell to load or one call to return
+START_LIMIT = 120.0  # seconds for a worker to start (import NumPy, IPython) before any cell
+MAX_NOTES = 20  # notes kept from one reply, each at most observe.MAX_NOTE_CHARS long
+MAX_TEXT = 4000  # characters of one cell's feedback that reach the notebook
+SANDBOX_CHOICES = ("bubblewrap", "none", "auto")
 
 
 @dataclass(frozen=True)
@@ -31,11 +46,16 @@ class CellVerdict:
     passed: bool
     message: str
     notes: tuple = ()
+    how: str = ""  # how it was graded: sandboxed or not, the seed of the hidden cases
 
-    def text(self):
-        """What the learner reads in the cell's output."""
+    def text(self, how=True):
+        """What the learner reads in the cell's output (at most MAX_TEXT characters); how:
+        end with how it was graded."""
         head = "passed" if self.passed else self.message
-        return "\n".join([head, *(f"Note: {note}" for note in self.notes)])
+        lines = [head, *(f"Note: {note}" for note in self.notes),
+                 *([f"({self.how})"] if how and self.how else [])]
+        text = "\n".join(lines)
+        return text if len(text) <= MAX_TEXT else text[:MAX_TEXT - 40] + "\n... (feedback cut short)"
 
 
 class WorkerStopped(Exception):
@@ -53,29 +73,56 @@ def test_cells(cells):
             and not _nbgrader(cell).get("solution")]
 
 
-def grade_notebook(cells, cwd=".", time_limit=TIME_LIMIT):
+def grade_notebook(cells, cwd=".", time_limit=TIME_LIMIT, sandbox="auto", seed=None):
     """{grade_id: CellVerdict} for every test cell of a notebook.
 
     cells: the notebook's cells as dicts (nbformat nodes work) with cell_type, source and
-    metadata; cwd: the folder the notebook's code runs in.
+    metadata; cwd: the folder the notebook's code runs in when it is not sandboxed (a
+    sandbox has a private empty folder); sandbox: "bubblewrap" (raise SandboxUnavailable
+    where none can start), "none", or "auto" (bubblewrap where it can start); seed: the
+    draw of the hidden cases (None: a fresh one).
     """
     tests = test_cells(cells)
     tested = {id(cell) for _, cell in tests}
     code = [(_nbgrader(cell).get("grade_id") or f"{index + 1}", _source(cell))
             for index, cell in enumerate(cells)
             if cell["cell_type"] == "code" and id(cell) not in tested]
-    with Session(code, cwd, time_limit) as session:
+    seed = secrets.randbelow(2 ** 31) if seed is None else int(seed)
+    graded = {parsed[0] for parsed in map(parse_grade_id, (gid for gid, _ in tests))
+              if parsed and parsed[0] in SPECS}
+    forbidden = sorted(set().union(*(SPECS[function].forbidden for function in graded)))
+    with Session(code, cwd, time_limit, resolve_sandbox(sandbox), seed, forbidden) as session:
         return {grade_id: session.grade(grade_id) for grade_id, _ in tests}
+
+
+def resolve_sandbox(choice):
+    """True to sandbox, False not to, for a choice of SANDBOX_CHOICES."""
+    if choice not in SANDBOX_CHOICES:
+        raise ValueError(f"sandbox must be one of {SANDBOX_CHOICES}, got {choice!r}")
+    if choice == "none":
+        return False
+    why_not = sandboxes.available()
+    if why_not and choice == "bubblewrap":
+        raise sandboxes.SandboxUnavailable(
+            f"cannot grade in a sandbox: {why_not}. Install bubblewrap, or grade without "
+            f"one, knowing that a submission's code can then reach the grader's files "
+            f"(nbgrader: --GradeOutOfProcess.sandbox=none).")
+    return not why_not
 
 
 class Session:
     """A worker with the notebook's code loaded, restarted whenever it stops."""
 
-    def __init__(self, code, cwd, time_limit):
+    def __init__(self, code, cwd, time_limit, sandboxed=False, seed=None, forbidden=()):
         self.code, self.cwd, self.time_limit = code, cwd, time_limit
+        self.sandboxed, self.seed = sandboxed, seed
+        self.forbidden = forbidden  # what the notebook's exercises forbid, all of it, always
         self.load_problems = {}  # cell name -> what went wrong while it ran
         self.skip = set()  # cells that stopped the worker: never run again
         self.worker = None
+        self.how = (("graded in a bubblewrap sandbox" if sandboxed else
+                     "not sandboxed: fine for self-study, not for a grade that counts")
+                    + ("" if seed is None else f"; hidden cases drawn with seed {seed}"))
 
     def __enter__(self):
         self._start()
@@ -97,7 +144,7 @@ class Session:
 
         def call(arguments, measure_memory):
             try:
-                return self.worker.call(function, arguments, spec.forbidden, measure_memory)
+                return self.worker.call(function, arguments, self.forbidden, measure_memory)
             except WorkerStopped as stopped:
                 self._start()
                 return Outcome(stopped=str(stopped))
@@ -105,13 +152,21 @@ class Session:
                 missing.append(str(reason))
                 return Outcome(stopped=str(reason))
 
-        verdict = run_suite(spec, suite, call)
+        try:
+            verdict = run_suite(spec, suite, call, self.seed)
+        except Exception as error:  # what came back broke a comparison: it cannot pass
+            return CellVerdict(False, message(
+                function, "a result the grader cannot compare", detail=f"Comparing it with "
+                f"the expected result raised {type(error).__name__}: {shorten(error)}",
+                show_values=False, fix="return a NumPy array of numbers (float or bool, as "
+                                       "the exercise asks), not an object of your own."),
+                how=self.how)
         if missing:
-            return CellVerdict(False, self._not_defined(function, missing[0]))
+            return CellVerdict(False, self._not_defined(function, missing[0]), how=self.how)
         notes = verdict.notes
         if function in self.load_problems:
             notes = (f"while loading, your cell {self.load_problems[function]}", *notes)
-        return CellVerdict(verdict.passed, verdict.message, notes)
+        return CellVerdict(verdict.passed, verdict.message, notes, self.how)
 
     def _not_defined(self, function, what):
         problem = self.load_problems.get(function)
@@ -124,7 +179,7 @@ class Session:
         """Start a worker and run every cell that has not stopped one before."""
         if self.worker is not None:
             self.worker.close()
-        self.worker = Worker(self.cwd, self.time_limit)
+        self.worker = Worker(self.cwd, self.time_limit, self.sandboxed)
         for name, source in self.code:
             if name in self.skip:
                 continue
@@ -134,75 +189,124 @@ class Session:
                 self.load_problems[name] = f"did not finish: {stopped}"
                 self.skip.add(name)
                 return self._start()
-            if reply["raised"]:
-                self.load_problems[name] = f"raised {reply['raised']}"
+            if reply.get("raised"):
+                self.load_problems[name] = f"raised {shorten(reply['raised'])}"
 
 
 class Worker:
-    """One worker process and the pipes to it."""
+    """One worker process (in a sandbox, or not), the pipes to it, and what the grader
+    measures of it from outside."""
 
-    def __init__(self, cwd, time_limit):
-        self.time_limit = time_limit
+    def __init__(self, cwd, time_limit, sandboxed=False):
+        self.time_limit, self.sandboxed = time_limit, sandboxed
         to_worker_read, self._to_worker = os.pipe()
         self._from_worker, from_worker_write = os.pipe()
         self._log = tempfile.TemporaryFile()
-        package_root = str(Path(__file__).resolve().parents[3])
-        env = {**os.environ, "MPLBACKEND": "Agg", "OMP_NUM_THREADS": "1",
-               "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
-               "PYTHONPATH": os.pathsep.join(filter(None, [package_root,
-                                                           os.environ.get("PYTHONPATH")]))}
-        self.process = subprocess.Popen(
-            [sys.executable, "-m", "attncore.grading.course.worker",
-             str(to_worker_read), str(from_worker_write)],
-            cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=self._log,
-            stderr=subprocess.STDOUT, pass_fds=(to_worker_read, from_worker_write))
-        os.close(to_worker_read)
-        os.close(from_worker_write)
+        self.arena = Arena.create()
+        argv = [sys.executable, "-m", "attncore.grading.course.worker",
+                str(to_worker_read), str(from_worker_write)]
+        ours = [to_worker_read, from_worker_write]  # the child's ends: closed here once it has them
+        if sandboxed:
+            info_read, info_write = os.pipe()
+            command = sandboxes.command(argv[1:], info_fd=info_write)
+            ours.append(info_write)
+            options = {"cwd": "/", "env": {}}
+        else:
+            command, info_read = argv, None
+            package_root = str(Path(__file__).resolve().parents[3])
+            options = {"cwd": cwd, "start_new_session": True, "env": {
+                **os.environ, "MPLBACKEND": "Agg", "OMP_NUM_THREADS": "1",
+                "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
+                "PYTHONPATH": os.pathsep.join(filter(None, [package_root,
+                                                            os.environ.get("PYTHONPATH")]))}}
+        if self.arena is not None:
+            command += [str(self.arena.fd), str(self.arena.size)]
+        shared = [] if self.arena is None else [self.arena.fd]
+        self.process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=self._log,
+                                        stderr=subprocess.STDOUT, pass_fds=ours + shared,
+                                        **options)
+        for fd in ours:
+            os.close(fd)
+        self.pid = self.process.pid
+        if info_read is not None:
+            with os.fdopen(info_read) as info:
+                self.pid = sandboxes.read_child_pid(info)
+        self.memory = ResidentMemory(self.pid)
         self._requests = os.fdopen(self._to_worker, "wb")
         self._replies = queue.Queue()
         replies = os.fdopen(self._from_worker, "rb")
         threading.Thread(target=self._read, args=(replies,), daemon=True).start()
+        self._ask(None, START_LIMIT)  # the worker says it is ready before any time limit runs
 
     def exec(self, name, source):
         return self._ask({"op": "exec", "name": name, "source": source})
 
     def call(self, function, arguments, forbidden, measure_memory):
         """The Outcome of one call; NotDefined when the notebook has no such function."""
-        reply = self._ask({"op": "call", "function": function,
-                           "arguments": {k: wire.encode(v) for k, v in arguments.items()},
-                           "forbidden": list(forbidden), "measure_memory": measure_memory})
+        place = None
+        if self.arena is not None:
+            self.arena.start_call()
+            place = self.arena.put
+        arguments = {k: wire.encode(v, place) for k, v in arguments.items()}
+        # Measured from outside where /proc allows (the worker then runs no tracemalloc,
+        # whose own tables would count); else as the worker reports it.
+        outside = measure_memory and self.memory.start()
+        request = {"op": "call", "function": function, "arguments": arguments,
+                   "forbidden": list(forbidden), "measure_memory": measure_memory and not outside}
+        reply = self._ask(request)
         if isinstance(reply.get("missing"), str):
-            raise NotDefined(reply["missing"])
+            raise NotDefined(shorten(reply["missing"]))
         try:
             raised = reply["raised"]
             outcome = Outcome(
                 returned=wire.decode(reply["returned"]),
-                raised=None if raised is None else (str(raised[0]), str(raised[1])),
-                arguments_after=dict(wire.decode(reply["arguments_after"])),
-                peak_bytes=None if reply["peak_bytes"] is None else int(reply["peak_bytes"]),
-                notes=tuple(str(note) for note in reply["notes"]))
+                raised=None if raised is None else (str(raised[0])[:100], str(raised[1])[:MAX_TEXT]),
+                arguments_after=self._arguments_after(request["arguments"], reply),
+                peak_bytes=self._peak(outside, reply) if measure_memory else None,
+                notes=_bounded_notes(reply["notes"]))
         except Exception:  # a reply the worker code did not write
             self.close()
             raise WorkerStopped("the process running your code sent a reply the grader "
                                 "cannot read") from None
         return outcome
 
+    def _arguments_after(self, sent, reply):
+        """The arguments as the call left them: read from the arena where they were lent
+        there, as the worker says only where no arena exists."""
+        if self.arena is None:
+            return dict(wire.decode(reply["arguments_after"]))
+        return {k: wire.decode(v, self.arena.read) for k, v in sent.items()}
+
+    def _peak(self, measured, reply):
+        """Peak bytes of the call: measured here where /proc allows it, else as reported."""
+        if measured:
+            return self.memory.peak()
+        return None if reply["peak_bytes"] is None else int(reply["peak_bytes"])
+
     def close(self):
-        if self.process.poll() is None:
-            self.process.kill()
+        if self.process.poll() is None and self.sandboxed:
+            self.process.kill()  # bwrap: the sandbox and every process in it die with it
+        elif self.process.poll() is None:
+            with contextlib.suppress(ProcessLookupError):  # the worker and what it started
+                os.killpg(self.process.pid, signal.SIGKILL)
         self.process.wait()
         self._requests.close()
         self._log.close()
+        if self.arena is not None:
+            self.arena.close()
+            self.arena = None
 
-    def _ask(self, request):
+    def _ask(self, request, time_limit=None):
+        time_limit = self.time_limit if time_limit is None else time_limit
         try:
-            wire.send(self._requests, request)
-            reply = self._replies.get(timeout=self.time_limit)
+            if request is not None:
+                wire.send(self._requests, request)
+            reply = self._replies.get(timeout=time_limit)
         except (BrokenPipeError, OSError):
             reply = None
         except queue.Empty:
             self.close()
-            raise WorkerStopped(f"no answer within {self.time_limit:g} s, so it was stopped") \
+            raise WorkerStopped(f"no answer within {time_limit:g} s, so it was stopped") \
                 from None
         if not isinstance(reply, dict):
             try:  # the pipe closed because the process ended, or it sent what is no reply
@@ -215,20 +319,70 @@ class Worker:
         return reply
 
     def _read(self, replies):
-        """Move each reply into the queue; None once the worker's end of the pipe closes."""
+        """Move each reply into the queue; None once the worker's end of the pipe closes or
+        it sends what is no frame (whatever it sends, this thread never dies silently)."""
         try:
             while (reply := wire.receive(replies)) is not None:
                 self._replies.put(reply)
-        except (ValueError, OSError):
+        except BaseException:  # a hostile frame (too large, too deep, not JSON) ends it
             pass
         self._replies.put(None)
 
     def _ended(self):
         code = self.process.returncode
         self._log.seek(0)
-        last = self._log.read().decode(errors="replace").strip().splitlines()[-1:]
+        last = self._log.read(1 << 16).decode(errors="replace").strip().splitlines()[-1:]
         said = f"; its last output: {last[0][:200]!r}" if last else ""
         return f"the process running your code ended (exit code {code}){said}"
+
+
+class ResidentMemory:
+    """The peak resident memory of a process during a call, read from /proc from outside.
+
+    start() resets the process's high-water mark (clear_refs) and notes its resident size;
+    peak() is the high-water mark since, less that size. The sandbox's /proc is read-only,
+    so the code inside cannot reset the mark itself.
+    """
+
+    def __init__(self, pid):
+        self.pid, self.baseline = pid, None
+
+    def start(self):
+        """True when the measurement could start (Linux, a process that is still there)."""
+        if self.pid is None:
+            return False
+        try:
+            with open(f"/proc/{self.pid}/clear_refs", "w") as clear:
+                clear.write("5")
+            self.baseline = self._status("VmRSS")
+        except (OSError, ValueError):
+            return False
+        return True
+
+    def peak(self):
+        try:
+            return max(0, self._status("VmHWM") - self.baseline)
+        except (OSError, ValueError, TypeError):
+            return None
+
+    def _status(self, field):
+        with open(f"/proc/{self.pid}/status") as status:
+            for line in status:
+                if line.startswith(field + ":"):
+                    return int(line.split()[1]) * 1024
+        raise ValueError(f"no {field} in /proc/{self.pid}/status")
+
+
+def _bounded_notes(notes):
+    """At most MAX_NOTES distinct notes, each shortened: a reply cannot flood the feedback."""
+    if not isinstance(notes, list):
+        raise TypeError("notes must be a list")
+    kept = {}
+    for note in notes[:MAX_NOTES * 4]:
+        kept.setdefault(shorten(note), None)
+        if len(kept) == MAX_NOTES:
+            break
+    return tuple(kept)
 
 
 def _nbgrader(cell):

@@ -1,10 +1,11 @@
 """`attncore-check NOTEBOOK` (or `python -m attncore.grading check NOTEBOOK`): grade your own
 notebook, no instructor, nbgrader or repository needed.
 
-Your notebook's code runs in a separate process, exactly as when an instructor
-autogrades it, and every suite the installed attncore has for the assignment is run:
-the visible tests and the hidden ones (the course is open, so the hidden cases ship in
-the package). The result is printed per function: points, and what went wrong, by name.
+Your notebook's code runs in a separate process, in a sandbox where one can start (Linux
+with bubblewrap), exactly as when an instructor autogrades it, and every suite the
+installed attncore has for the assignment is run: the visible tests and the hidden ones,
+whose random inputs are drawn from a fresh seed (printed, so `--seed N` replays a run).
+The result is printed per function: points, and what went wrong, by name.
 """
 import argparse
 import json
@@ -27,11 +28,13 @@ def main(argv=None):
                     "separate process, and name your mistakes.")
     parser.add_argument("notebook", help="your notebook, e.g. 03-masking.ipynb, or the "
                                          "assignment's name, e.g. 03-masking")
+    parser.add_argument("--seed", type=int, default=None,
+                        help="draw the hidden cases with this seed (to replay a run)")
     argv = sys.argv[1:] if argv is None else list(argv)
     args = parser.parse_args(argv[1:] if argv[:1] == ["check"] else argv)
     try:
         path = locate(args.notebook)
-        assignment, grades, written = grade(path)
+        assignment, grades, written = grade(path, seed=args.seed)
     except NotAnAssignment as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
@@ -68,9 +71,10 @@ def identify(notebook, path):
         f"({', '.join(ASSIGNMENTS)}): none has all of its graded cells")
 
 
-def grade(path):
+def grade(path, seed=None):
     """(assignment, [(grade_id, points, CellVerdict)] for every suite of the assignment,
-    [(grade_id, points)] of the written answers, graded by hand)."""
+    [(grade_id, points)] of the written answers, graded by hand); seed: the draw of the
+    hidden cases (None: a fresh one)."""
     path = Path(path)
     try:
         notebook = json.loads(path.read_text(encoding="utf-8"))
@@ -81,7 +85,7 @@ def grade(path):
     assignment = identify(notebook, path)
     points = {gid: float(cell["metadata"]["nbgrader"].get("points", 0))
               for gid, cell in test_cells(cells)}
-    verdicts = grade_notebook(cells, cwd=path.resolve().parent)
+    verdicts = grade_notebook(cells, cwd=path.resolve().parent, seed=seed)
     grades = []
     for function in ASSIGNMENTS[assignment]:
         for suite in SPECS[function].suites:
@@ -100,8 +104,10 @@ def report(assignment, grades, written=()):
     """The printed table and the feedback of the first failing test of each function."""
     earned = sum(points for _, points, verdict in grades if verdict.passed and points)
     total = sum(points or 0 for _, points, _ in grades)
+    how = next((verdict.how for _, _, verdict in grades if verdict.how), "")
     lines = [f"{assignment}: {earned:g} / {total:g} automatic points, from every test the "
              f"course has for it (visible and hidden), run in a separate process",
+             *([f"({how}; --seed replays a draw)"] if how else []),
              "", f"{'function':<26}{'points':>10}  feedback", "-" * 72]
     shown = []
     for function in ASSIGNMENTS[assignment]:
@@ -119,6 +125,6 @@ def report(assignment, grades, written=()):
             shown.append((gid, points, verdict))
     for gid, points, verdict in shown:
         title = f"{gid} ({(points or 0) if verdict.passed else 0:g} / {points or 0:g})"
-        lines += ["", f"== {title}", verdict.text()]
+        lines += ["", f"== {title}", verdict.text(how=False)]
     full = all(verdict.passed for _, _, verdict in grades)
     return "\n".join(lines), full

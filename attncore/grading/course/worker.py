@@ -1,14 +1,18 @@
 """The grading worker: a fresh interpreter that runs a notebook's code and calls its functions.
 
-Started by course.runner as `python -m attncore.grading.course.worker IN_FD OUT_FD`, it
-answers requests on its own pipe (course.wire frames), one at a time:
+Started by course.runner (inside a sandbox, see course.sandbox) as
+`python -m attncore.grading.course.worker IN_FD OUT_FD [ARENA_FD ARENA_BYTES]`, it answers
+requests on its own pipe (course.wire frames), one at a time:
 
     {"op": "exec", "name": ..., "source": ...}      run one cell in the notebook's namespace
     {"op": "call", "function": ..., "arguments": ..., "forbidden": [...], "measure_memory": ...}
 
-It never receives an expected value and imports nothing of the grading engine: what it
-reports (the return value, an exception, peak memory, the arguments after the call, the
-notes) is compared and diagnosed in the grader's process.
+It never receives an expected value and imports nothing of the grading engine. The
+notebook's cells load with the library whole; from the first call on, the functions the
+exercise forbids raise ForbiddenCall for the rest of the worker's life. Arrays
+it is given live in the grader's arena (course.arena): the grader reads back what the
+call left there, and measures the memory from outside, so nothing this process says
+about either is believed. What it reports is the return value, an exception, and notes.
 """
 import os
 import sys
@@ -19,22 +23,34 @@ try:
 except ImportError:  # not on Windows: there a runaway allocation is the OS's to stop
     resource = None
 
-from ..observe import RoutedStream, captured_as_notes, observe, shorten
+from ..observe import RoutedStream, captured_as_notes, guard_library, observe, shorten, trip
 from . import wire
+from .arena import Arena
 
-ADDRESS_SPACE_LIMIT = 8 << 30  # bytes: a runaway allocation raises MemoryError, not the OOM killer
+# Hard limits, set before any learner code runs: no code in this process can raise them.
+HARD_LIMITS = {"RLIMIT_AS": 8 << 30, "RLIMIT_FSIZE": 256 << 20, "RLIMIT_CPU": 900,
+               "RLIMIT_CORE": 0}
+SANDBOXED_LIMITS = {"RLIMIT_NPROC": 256}  # counted per user: only where the user is the sandbox's
 
 
-def main(in_fd, out_fd):
-    _limit_address_space()
+def main(in_fd, out_fd, arena_fd=None, arena_bytes=0):
+    _set_hard_limits()
     sys.stdout, sys.stderr = RoutedStream(sys.stdout), RoutedStream(sys.stderr)
     requests, replies = os.fdopen(in_fd, "rb"), os.fdopen(out_fd, "wb")
+    arena = Arena.attach(arena_fd, arena_bytes) if arena_fd is not None else None
     namespace = _notebook_namespace()
+    guard_library()
+    wire.send(replies, {"ready": True})
+    tripped = set()
     while (request := wire.receive(requests)) is not None:
         if request["op"] == "exec":
             reply = run_cell(namespace, request["name"], request["source"])
         else:
-            reply = call(namespace, request)
+            # From the first call on, the forbidden functions stay tripped: learner code
+            # that runs after a call (a hook on the reply, a thread) cannot use them either.
+            trip(set(request["forbidden"]) - tripped)
+            tripped |= set(request["forbidden"])
+            reply = call(namespace, request, arena)
         wire.send(replies, reply)
 
 
@@ -52,14 +68,15 @@ def run_cell(namespace, name, source):
     return {"raised": raised, "notes": notes}
 
 
-def call(namespace, request):
+def call(namespace, request, arena):
     """Call the named function on the decoded arguments and report what happened."""
     function = namespace.get(request["function"])
     if not callable(function):
         return {"missing": "not defined" if function is None else
                 f"defined, but as a {type(function).__name__}, not a function"}
-    arguments = {k: wire.decode(v) for k, v in request["arguments"].items()}
-    seen = observe(function, arguments, request["forbidden"], request["measure_memory"])
+    shared = arena.view if arena is not None else None
+    arguments = {k: wire.decode(v, shared) for k, v in request["arguments"].items()}
+    seen = observe(function, arguments, (), request["measure_memory"])
     return {"returned": wire.encode(seen["returned"]), "raised": seen["raised"],
             "arguments_after": wire.encode(seen["arguments_after"]),
             "peak_bytes": seen["peak_bytes"], "notes": list(seen["notes"])}
@@ -91,13 +108,22 @@ def _python_source(source):
     return TransformerManager().transform_cell(source)
 
 
-def _limit_address_space():
+def _set_hard_limits():
+    """Lower soft and hard limits together (never raise one the grader already set)."""
     if resource is None:
         return
-    soft, hard = resource.getrlimit(resource.RLIMIT_AS)
-    if hard == resource.RLIM_INFINITY or hard > ADDRESS_SPACE_LIMIT:
-        resource.setrlimit(resource.RLIMIT_AS, (ADDRESS_SPACE_LIMIT, hard))
+    limits = {**HARD_LIMITS, **(SANDBOXED_LIMITS if os.getpid() == 1 else {})}
+    for name, limit in limits.items():
+        kind = getattr(resource, name, None)
+        if kind is None:
+            continue
+        soft, hard = resource.getrlimit(kind)
+        value = limit if hard == resource.RLIM_INFINITY else min(limit, hard)
+        try:
+            resource.setrlimit(kind, (value, value))
+        except (ValueError, OSError):  # a limit this system does not let us set
+            pass
 
 
 if __name__ == "__main__":
-    main(int(sys.argv[1]), int(sys.argv[2]))
+    main(*map(int, sys.argv[1:]))

@@ -336,6 +336,10 @@ def _generic(got, expected):
     """What is wrong when no catalogued misconception explains it."""
     if several(expected):
         return _generic_several(got, expected)
+    if not isinstance(got, (np.ndarray, np.generic, int, float, bool, list, tuple)):
+        return (SHAPE_OR_DTYPE, f"Your function returned {got!r}; the expected result is "
+                                f"{_kind(np.asarray(expected))}.",
+                "return a NumPy array of numbers (or booleans, where the exercise says so).")
     got_array, expected = np.asarray(got), np.asarray(expected)
     if got_array.shape != expected.shape:
         return (SHAPE_OR_DTYPE,
@@ -357,6 +361,10 @@ def _generic(got, expected):
     at = f" First difference at index {where}: got {got_array[where]}, expected {expected[where]}." if where else ""
     return ("wrong values", f"No known mistake matches exactly.{at}",
             "compare your steps with the definition in the exercise text on this small input.")
+
+
+def _kind(array):
+    return f"an array of shape {array.shape} and dtype {array.dtype}"
 
 
 def _generic_several(got, expected):

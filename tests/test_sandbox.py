@@ -1,0 +1,577 @@
+"""The sandbox: what a submission's code can see and do while it is graded (issue 20).
+
+Three layers of checks:
+- what the code sees inside the sandbox (its user, its files, its environment, its
+  limits), asked of a real worker;
+- tampering through a real `nbgrader autograde` of a course where honest students are
+  graded before and after the attackers: every attacker scores 0 for the function it
+  attacks, every honest student gets exactly the score of a clean run, the course's
+  files are unchanged, no process outlives the run, and the run finishes;
+- the same attempts through the self-check, where they apply.
+"""
+import hashlib
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import nbformat
+import numpy as np
+import pytest
+
+import attncore
+from attncore.grading.course import sandbox
+from attncore.grading.course.runner import Worker
+from attncore.grading.course.layout import WORK
+from attncore.grading.engine import SPECS, Outcome, run_suite
+
+from .gradekit import ROOT, Course, points_by_function, reference_sources, submission
+
+# Without bubblewrap these are skipped locally, and fail under CI (which installs it).
+pytestmark = pytest.mark.skipif(sandbox.available() is not None and not os.environ.get("CI"),
+                                reason=f"no sandbox here: {sandbox.available()}")
+MARKER = "attncore-tamper-marker"  # in the command line of every process an attack starts
+PACKAGE = Path(attncore.__file__).resolve().parent
+
+
+def ask(source):
+    """What `source` (a cell that sets `seen`) found inside a fresh sandboxed worker."""
+    worker = Worker(".", 60, sandboxed=True)
+    try:
+        reply = worker.exec("probe", source + "\ndef probe():\n    return __import__('json').dumps(seen)\n")
+        assert not reply["raised"], reply
+        return json.loads(worker.call("probe", {}, (), False).returned)
+    finally:
+        worker.close()
+
+
+# ---------------------------------------------------------------- what the sandbox sees
+
+def test_the_sandbox_has_its_own_user_pid_folder_and_environment():
+    seen = ask("""
+import os
+seen = {"uid": os.getuid(), "pid": os.getpid(), "cwd": os.getcwd(), "home": os.listdir("."),
+        "root": sorted(os.listdir("/")), "env": sorted(os.environ),
+        "processes": sorted(p for p in os.listdir("/proc") if p.isdigit())}
+""")
+    assert seen["uid"] == sandbox.UID and seen["pid"] == 1
+    assert seen["cwd"] == sandbox.HOME and set(seen["home"]) <= {".ipython"}  # IPython's profile
+    assert not any(name.startswith("NBGRADER") for name in seen["env"]), seen["env"]
+    assert set(seen["env"]) <= {*sandbox._environment(0), "PWD"}, seen["env"]  # PWD: bwrap's
+    assert seen["processes"] == ["1"], "the grader's processes must not be visible"
+
+
+def test_the_course_the_engine_and_the_libraries_that_do_the_work_are_not_there():
+    seen = ask(f"""
+import importlib, os
+seen = {{}}
+for path in {[str(ROOT / "solutions"), str(ROOT / "nbgrader_config.py"), str(PACKAGE)]!r}:
+    seen[path] = os.path.exists(path)
+for module in ("attncore.grading.engine", "torch", "scipy.special", "jax", "nbgrader"):
+    try:
+        importlib.import_module(module)
+        seen[module] = "imported"
+    except ImportError as error:
+        seen[module] = type(error).__name__
+import attncore, numpy, IPython.display, matplotlib.pyplot
+seen["attncore"] = attncore.__file__
+""")
+    for path in (ROOT / "solutions", ROOT / "nbgrader_config.py", PACKAGE):
+        assert seen[str(path)] is False, path
+    for module in ("attncore.grading.engine", "torch", "scipy.special", "jax", "nbgrader"):
+        assert seen[module] != "imported", module
+    assert seen["attncore"].startswith(sandbox.LIBRARY)
+
+
+def test_nothing_inside_can_be_written_outside_its_folder_or_limits_raised():
+    seen = ask("""
+import os, resource
+seen = {}
+for path in ("/proc/self/clear_refs", "/sandbox/lib/attncore/__init__.py", "/usr/x", "/etc/x"):
+    try:
+        with open(path, "a") as f:
+            f.write("5")
+        seen[path] = "written"
+    except OSError as error:
+        seen[path] = error.errno
+for name in ("RLIMIT_AS", "RLIMIT_NPROC", "RLIMIT_FSIZE", "RLIMIT_CPU"):
+    kind = getattr(resource, name)
+    try:
+        resource.setrlimit(kind, (resource.RLIM_INFINITY, resource.RLIM_INFINITY))
+        seen[name] = "raised"
+    except (ValueError, OSError):
+        seen[name] = resource.getrlimit(kind)
+with open("mine.txt", "w") as f:
+    seen["home"] = f.write("a learner's scratch file")
+import socket
+try:
+    socket.create_connection(("127.0.0.1", 22), timeout=2)
+    seen["network"] = "connected"
+except OSError as error:
+    seen["network"] = error.errno
+""")
+    assert all(seen[path] != "written" for path in ("/proc/self/clear_refs",
+               "/sandbox/lib/attncore/__init__.py", "/usr/x", "/etc/x")), seen
+    assert all(isinstance(seen[name], list) and seen[name][0] == seen[name][1]
+               for name in ("RLIMIT_AS", "RLIMIT_NPROC", "RLIMIT_FSIZE", "RLIMIT_CPU")), seen
+    assert seen["home"] > 0 and seen["network"] != "connected"
+
+
+def test_memory_is_measured_from_outside_and_inputs_read_back_from_the_arena():
+    worker = Worker(".", 60, sandboxed=True)
+    try:
+        worker.exec("cell", """
+import numpy as np
+def grow(x):
+    big = np.ones((4096, 1024))   # 32 MiB, touched
+    x[0] = big.sum()
+    return x
+""")
+        outcome = worker.call("grow", {"x": np.zeros(3)}, (), True)
+    finally:
+        worker.close()
+    assert 30e6 < outcome.peak_bytes < 60e6, outcome.peak_bytes
+    assert outcome.arguments_after["x"][0] == 4096 * 1024
+
+
+# ---------------------------------------------------------------- tampering, through nbgrader
+
+ASSIGNMENT = "03-masking"
+FUNCTION = "masked_softmax"
+WRONG = "def masked_softmax(scores, mask):\n    return scores.copy()\n"
+IN_PLACE = """def masked_softmax(scores, mask):
+    scores[~mask] = -np.inf
+    scores -= scores.max(axis=-1, keepdims=True)
+    e = np.exp(scores)
+    s = e.sum(axis=-1, keepdims=True)
+    return np.divide(e, s, out=np.zeros_like(e), where=s > 0)
+"""
+# A process that outlives its notebook: it double-forks, keeps MARKER in its command line,
+# and for a minute kills every grading worker it can see.
+KILLER = f"""
+import os, signal, subprocess, sys
+code = '''
+import os, signal, time
+end = time.time() + 60
+while time.time() < end:
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            if b"course.worker" in open(f"/proc/{{pid}}/cmdline", "rb").read():
+                os.kill(int(pid), signal.SIGKILL)
+        except OSError:
+            pass
+    time.sleep(0.05)
+'''
+if os.fork() == 0:
+    os.setsid()
+    subprocess.Popen([sys.executable, "-c", code, "{MARKER}"], start_new_session=True)
+    os._exit(0)
+"""
+
+
+def attacks(course):
+    """{name: the solution cell}: a wrong masked_softmax and an attempt to gain points with
+    it, or to change other students' grades, or to outlive the notebook."""
+    root = str(course.root)
+    reference = reference_sources(ASSIGNMENT)[FUNCTION]
+    table = repr(_hidden_case_table())
+    return {
+        "rewrite the installed package": f"""
+import attncore, os
+for base in {{os.path.dirname(attncore.__file__), {str(PACKAGE)!r}}}:
+    for part in ("grading/course/worker.py", "grading/engine/probe.py", "grading/observe.py"):
+        try:
+            with open(os.path.join(base, part), "a") as f:
+                f.write("\\nsame = lambda *a, **k: True\\n")
+        except OSError:
+            pass
+""" + WRONG,
+        "append to nbgrader_config.py": f"""
+for path in ({root + '/nbgrader_config.py'!r}, "../nbgrader_config.py", "nbgrader_config.py"):
+    try:
+        with open(path, "a") as f:
+            f.write("\\nraise SystemExit('tampered')\\n")
+    except OSError:
+        pass
+""" + WRONG,
+        "write the gradebook": f"""
+import sqlite3
+try:
+    db = sqlite3.connect({root + '/' + WORK + '/gradebook.db'!r})
+    db.execute("UPDATE grade SET manual_score = 100, extra_credit = 100")
+    db.commit()
+except Exception:
+    pass
+""" + WRONG,
+        "lock the gradebook": f"""
+import os, subprocess, sys
+subprocess.Popen([sys.executable, "-c", "import sqlite3, time; "
+                  "db = sqlite3.connect({root + '/' + WORK + '/gradebook.db'!r}, timeout=1); "
+                  "db.execute('BEGIN EXCLUSIVE'); time.sleep(60)", "{MARKER}"],
+                 start_new_session=True)
+""" + WRONG,
+        "rewrite other submissions": f"""
+import glob
+for path in glob.glob({root + '/' + WORK + '/submitted/*/*/*.ipynb'!r}):
+    try:
+        with open(path, "w") as f:
+            f.write("{{}}")
+    except OSError:
+        pass
+""" + WRONG,
+        "read the instructor's solutions": f"""
+import json
+try:
+    notebook = json.load(open({root + '/solutions/' + ASSIGNMENT + '/' + ASSIGNMENT + '.ipynb'!r}))
+    for cell in notebook["cells"]:
+        if "def masked_softmax" in "".join(cell["source"]):
+            exec("".join(cell["source"]))
+except OSError:
+""" + "".join("    " + line + "\n" for line in WRONG.splitlines()),
+        "trace the grader through /proc": """
+import os, signal
+for pid in filter(str.isdigit, os.listdir("/proc")):
+    if int(pid) != os.getpid():
+        try:
+            open(f"/proc/{pid}/mem", "rb").read(1)
+            os.kill(int(pid), signal.SIGSTOP)
+        except OSError:
+            pass
+try:
+    import ctypes
+    ctypes.CDLL(None).ptrace(16, os.getppid(), 0, 0)   # PTRACE_ATTACH the parent
+except Exception:
+    pass
+""" + WRONG,
+        "a double fork that kills later workers": KILLER + WRONG,
+        "leave sleepers behind": f"""
+import os
+for _ in range(5):
+    if os.fork() == 0:
+        os.setsid()
+        if os.fork() == 0:
+            os.execv("/bin/sleep", ["sleep", "600", "{MARKER}"])
+        os._exit(0)
+""" + WRONG,
+        "the library through a default argument": """
+import attncore
+def masked_softmax(scores, mask, _softmax=attncore.softmax):
+    return _softmax(scores, mask=mask)
+""",
+        "the library through sys.modules": """
+import sys
+def masked_softmax(scores, mask):
+    return sys.modules["attncore.softmax"].softmax(scores, mask=mask)
+""",
+        "the library reloaded with importlib": """
+import importlib, sys
+def masked_softmax(scores, mask):
+    fresh = importlib.reload(sys.modules["attncore.softmax"])
+    return fresh.softmax(scores, mask=mask)
+""",
+        "the library's code copied into a new function": """
+import types, attncore
+try:
+    mine = types.FunctionType(attncore.softmax.__code__, attncore.softmax.__globals__)
+except Exception:
+    mine = None
+def masked_softmax(scores, mask):
+    return mine(scores, mask=mask) if mine else scores.copy()
+""",
+        "detect the grader, then call the library": """
+import os, sys
+def masked_softmax(scores, mask):
+    if os.environ.get("NBGRADER_EXECUTION") or "worker" in " ".join(sys.argv):
+        import attncore
+        return attncore.softmax(scores, mask=mask)
+    return scores.copy()
+""",
+        "a lookup table from the installed suites": """
+try:
+    from attncore.grading.engine import SPECS
+    TABLE = [(c.make(), SPECS["masked_softmax"].reference) for s in SPECS["masked_softmax"].suites.values() for c in s]
+except ImportError:
+    TABLE = []
+def masked_softmax(scores, mask):
+    for arguments, reference in TABLE:
+        if arguments["scores"].shape == scores.shape and (arguments["scores"] == scores).all():
+            return reference(scores, mask)
+    return scores.copy()
+""",
+        "a hard-coded table of the hidden cases": f"""
+import numpy as np
+TABLE = {table}
+def masked_softmax(scores, mask):
+    key = scores.tobytes().hex() + mask.tobytes().hex()
+    return np.array(TABLE[key][0], dtype=TABLE[key][1]).reshape(scores.shape) if key in TABLE \\
+        else scores.copy()
+""",
+        "forge the reply with the library's answer": """
+import sys
+from attncore.grading.course import wire
+_send = wire.send
+def send(stream, message):
+    try:
+        import attncore
+        frame = sys._getframe(1)
+        request = frame.f_locals.get("request") or {}
+        arguments = {k: wire.decode(v) for k, v in request.get("arguments", {}).items()}
+        message["returned"] = wire.encode(attncore.softmax(arguments["scores"], mask=arguments["mask"]))
+    except Exception:
+        pass
+    return _send(stream, message)
+wire.send = send
+""" + WRONG,
+        "forge a frame on the reply descriptor": """
+import json, os, struct, sys
+def masked_softmax(scores, mask):
+    body = json.dumps({"returned": None, "raised": None, "arguments_after": {}, "peak_bytes": 0,
+                       "notes": []}).encode()
+    os.write(int(sys.argv[2]), struct.pack(">Q", len(body)) + body)
+    return scores.copy()
+""",
+        "hide an in-place change": """
+from attncore.grading.course import wire
+_send = wire.send
+def send(stream, message):
+    message.pop("arguments_after", None)
+    return _send(stream, message)
+wire.send = send
+""" + IN_PLACE,
+        "return timedelta64": """
+import numpy as np
+def masked_softmax(scores, mask):
+    return np.zeros(scores.shape, dtype="m8[s]")
+""",
+        "return a structured array": """
+import numpy as np
+def masked_softmax(scores, mask):
+    return np.zeros(scores.shape, dtype=[("a", "f8"), ("b", "f8")])
+""",
+        "10 000 notes in every reply": """
+from attncore.grading.course import wire
+_send = wire.send
+def send(stream, message):
+    if "notes" in message:
+        message["notes"] = [f"note {i}" for i in range(10_000)]
+    return _send(stream, message)
+wire.send = send
+""" + WRONG,
+        "a 64 MiB reply": """
+from attncore.grading.course import wire
+_send = wire.send
+def send(stream, message):
+    if "notes" in message:
+        message["notes"] = [0] * (32 << 20)
+    return _send(stream, message)
+wire.send = send
+""" + WRONG,
+        "a reply nested 100 000 deep": """
+from attncore.grading.course import wire
+def send(stream, message):
+    body = ("[" * 100_000 + "]" * 100_000).encode()
+    stream.write(len(body).to_bytes(8, "big") + body)
+    stream.flush()
+wire.send = send
+""" + WRONG,
+        "raise the memory limit and allocate 20 GB": """
+import resource
+try:
+    resource.setrlimit(resource.RLIMIT_AS, (resource.RLIM_INFINITY, resource.RLIM_INFINITY))
+except (ValueError, OSError):
+    pass
+def masked_softmax(scores, mask):
+    waste = np.ones(20 << 27)
+    return scores.copy()
+""",
+        "kill every process it can see": """
+import os, signal
+def masked_softmax(scores, mask):
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        if int(pid) != os.getpid():
+            try:
+                os.kill(int(pid), signal.SIGKILL)
+            except OSError:
+                pass
+    os.kill(0, signal.SIGKILL)
+""",
+    }
+
+
+def _hidden_case_table():
+    """{inputs as hex: (the right answer, dtype)} for every fixed case of every hidden suite:
+    what a learner could build from the public repository."""
+    spec = SPECS[FUNCTION]
+    table = {}
+    for suite in spec.suites:
+        if suite == "basic":
+            continue
+
+        def remember(arguments, _):
+            expected = spec.reference(*arguments.values())
+            key = arguments["scores"].tobytes().hex() + arguments["mask"].tobytes().hex()
+            table[key] = (expected.ravel().tolist(), str(expected.dtype))
+            return Outcome(returned=expected, arguments_after=arguments)
+
+        run_suite(spec, suite, remember)
+    return table
+
+
+def _hashes(paths):
+    return {str(p): hashlib.sha256(p.read_bytes()).hexdigest() for p in paths if p.is_file()}
+
+
+def _survivors():
+    """Processes on this machine whose command line carries MARKER."""
+    alive = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            if MARKER.encode() in Path(f"/proc/{pid}/cmdline").read_bytes():
+                alive.append(pid)
+        except OSError:
+            pass
+    return alive
+
+
+HONEST = {"right": None, "wrong": WRONG, "in place": IN_PLACE}
+
+
+@pytest.mark.xdist_group("sandbox-tamper")
+def test_attackers_score_zero_and_honest_students_keep_their_grades_through_nbgrader(tmp_path):
+    course = Course(tmp_path, [ASSIGNMENT])
+    course.generate(ASSIGNMENT)
+    students = {}
+    for order in ("a", "z"):  # graded before and after every attacker (nbgrader sorts them)
+        for k, (name, source) in enumerate(HONEST.items()):
+            students[f"{order}{k}-honest"] = (name, source)
+    for k, (name, source) in enumerate(attacks(course).items()):
+        students[f"m{k:02d}-attacker"] = (name, source)
+    for student, (_, source) in students.items():
+        course.submit(ASSIGNMENT, student,
+                      submission(ASSIGNMENT, None if source is None else {FUNCTION: source}))
+    watched = [*PACKAGE.rglob("*.py"), course.root / "nbgrader_config.py",
+               *(course.root / "solutions").rglob("*.ipynb"),
+               *(course.root / WORK / "submitted").rglob("*.ipynb")]
+    before = _hashes(watched)
+
+    course.autograde(ASSIGNMENT)  # raises if nbgrader fails
+
+    assert _hashes(watched) == before, "a submission changed a file outside its sandbox"
+    assert not _survivors(), "processes started by a submission outlived its grading"
+    points = {student: points_by_function(course.grades(ASSIGNMENT, student), ASSIGNMENT)
+              for student in students}
+    full = {f: most for f, (_, most, _) in points["a0-honest"].items()}
+    expected = {"right": full, "wrong": {**full, FUNCTION: 0}, "in place": {**full, FUNCTION: 0}}
+    for student, (name, _) in students.items():
+        got = {f: score for f, (score, _, _) in points[student].items()}
+        if student.endswith("honest"):
+            assert got == expected[name], (student, name, got)
+        else:
+            assert got[FUNCTION] == 0, f"{name}: {FUNCTION} got {got[FUNCTION]} points"
+            assert got == expected["wrong"], (name, got)
+    for student in students:
+        size = course.autograded(ASSIGNMENT, student).stat().st_size
+        assert size < 1 << 20, f"{students[student][0]}: autograded notebook of {size} bytes"
+
+    # The instructor's next run: nothing a submission did carries over.
+    course.autograde(ASSIGNMENT)
+    for student in (s for s in students if "honest" in s):
+        again = points_by_function(course.grades(ASSIGNMENT, student), ASSIGNMENT)
+        assert {f: p[:2] for f, p in again.items()} == \
+               {f: p[:2] for f, p in points[student].items()}, student
+    assert not _survivors()
+
+
+# The memory cell of 05-flash: a flash_attention that builds the whole score matrix, and
+# ways to hide its peak that the grader's own measurement (from outside) must not believe.
+MEMORY = "flash_attention-memory"
+MATERIALISE = """
+def flash_attention(Q, K, V, block_size):
+    S = Q @ K.T / np.sqrt(Q.shape[1])
+    P = np.exp(S - S.max(axis=1, keepdims=True))
+    return (P / P.sum(axis=1, keepdims=True)) @ V
+"""
+HIDE_THE_PEAK = {
+    "report a peak of 0": """
+from attncore.grading.course import wire
+_send = wire.send
+def send(stream, message):
+    if "peak_bytes" in message:
+        message["peak_bytes"] = 0
+    return _send(stream, message)
+wire.send = send
+""" + MATERIALISE,
+    "patch the grader's tracemalloc": """
+from attncore.grading import observe
+observe._REAL["get_traced_memory"] = lambda: (0, 0)
+observe._REAL["reset_peak"] = lambda: None
+""" + MATERIALISE,
+    "the matrix in an mmap buffer": """
+import mmap
+def flash_attention(Q, K, V, block_size):
+    buffer = mmap.mmap(-1, Q.shape[0] * K.shape[0] * 8)
+    S = np.ndarray((Q.shape[0], K.shape[0]), buffer=buffer)
+    np.matmul(Q, K.T / np.sqrt(Q.shape[1]), out=S)
+    S -= S.max(axis=1, keepdims=True)
+    np.exp(S, out=S)
+    S /= S.sum(axis=1, keepdims=True)
+    return S @ V
+""",
+}
+
+
+@pytest.mark.xdist_group("sandbox-tamper")
+def test_a_materialised_matrix_loses_the_memory_point_however_it_hides_through_nbgrader(tmp_path):
+    course = Course(tmp_path, ["05-flash"])
+    course.generate("05-flash")
+    students = {"a-tiled": None, "b-materialised": MATERIALISE,
+                **{f"m{k}-{name}": source for k, (name, source) in enumerate(HIDE_THE_PEAK.items())}}
+    for student, source in students.items():
+        course.submit("05-flash", student,
+                      submission("05-flash", None if source is None else {"flash_attention": source}))
+    course.autograde("05-flash")
+    for student in students:
+        grades = {g.grade_id: g for g in course.grades("05-flash", student) if not g.manual}
+        lost = {gid for gid, g in grades.items() if g.score < g.max_score}
+        assert lost == (set() if student == "a-tiled" else {MEMORY}), (student, lost)
+        if student != "a-tiled":
+            assert "materialised" in grades[MEMORY].message, grades[MEMORY].message
+
+
+def test_the_feedback_says_it_was_sandboxed_and_gives_the_seed(tmp_path):
+    course = Course(tmp_path, [ASSIGNMENT])
+    course.generate(ASSIGNMENT)
+    course.submit(ASSIGNMENT, "student", submission(ASSIGNMENT))
+    course.autograde(ASSIGNMENT, "--GradeOutOfProcess.seed=12345")
+    outputs = [g.output for g in course.grades(ASSIGNMENT, "student") if not g.manual]
+    assert all("graded in a bubblewrap sandbox; hidden cases drawn with seed 12345" in o
+               for o in outputs), outputs[0]
+
+
+# ---------------------------------------------------------------- the self-check side
+
+SELF_CHECKED = ("rewrite the installed package", "the library through a default argument",
+                "the library through sys.modules", "forge the reply with the library's answer",
+                "a hard-coded table of the hidden cases", "a double fork that kills later workers",
+                "return timedelta64")
+
+
+def test_attempts_score_zero_through_the_self_check(tmp_path):
+    (tmp_path / "course").mkdir()
+    course = Course(tmp_path / "course", [ASSIGNMENT])
+    chosen = attacks(course)
+    before = _hashes(list(PACKAGE.rglob("*.py")))
+    for k, name in enumerate(SELF_CHECKED):
+        path = tmp_path / f"attempt{k}" / f"{ASSIGNMENT}.ipynb"
+        path.parent.mkdir()
+        nbformat.write(submission(ASSIGNMENT, {FUNCTION: chosen[name]}), path)
+        result = subprocess.run([sys.executable, "-m", "attncore.grading", "check", str(path)],
+                                cwd=path.parent, capture_output=True, text=True, timeout=300)
+        assert result.returncode == 1, (name, result.stdout, result.stderr)
+        row = re.search(rf"^{FUNCTION}\s+(\S+) / (\S+)", result.stdout, re.M)
+        assert row and float(row[1]) == 0, (name, result.stdout)
+        assert "graded in a bubblewrap sandbox" in result.stdout
+    assert _hashes(list(PACKAGE.rglob("*.py"))) == before
+    assert not _survivors()
