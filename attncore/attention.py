@@ -12,7 +12,7 @@ import numpy as np
 
 from ._checks import Prepared  # noqa: F401 (the front door's result, beside prepare_attention)
 from ._checks import causal_allowed, kv_groups, positive_int, prepare_attention, scores
-from .softmax import masked_softmax
+from .softmax import _masked_softmax
 
 
 def attention_scores(q, k, scale=None):
@@ -55,7 +55,7 @@ def _weights(q, k, mask, p):
         causal = causal_allowed(np.arange(p.t_q), np.arange(p.t_k), p.offset)
         mask = causal if mask is None else mask & causal
     s = scores(q.astype(p.work, copy=False), k.astype(p.work, copy=False), p.scale, mask)  # -inf where masked
-    return masked_softmax(s)
+    return _masked_softmax(s)
 
 
 def linear_attention(q, k, v, feature_map):

@@ -36,7 +36,7 @@ def _normalise(x, m, axis):
     return e / np.where(total == 0, 1, total).astype(x.dtype, copy=False)
 
 
-def masked_softmax(x, mask=None, axis=-1):
+def _masked_softmax(x, mask=None, axis=-1):
     """softmax(x, axis, mask) for trusted input: the core of attention_weights, which has
     checked its q and k (the scores are finite) and its mask (boolean, of x's shape)."""
     return _normalise(*_masked(x, axis, mask), axis)
