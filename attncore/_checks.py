@@ -10,6 +10,7 @@ stated once: the causal offset (causal_offset, also behind masks.causal) and its
 predicate, the -inf guard (finite_or_zero), the kv-head divisibility (kv_groups), the
 compute dtype and the score product with its overflow error (scores).
 """
+import math
 import numbers
 from typing import NamedTuple, Optional
 
@@ -181,6 +182,20 @@ def compute_dtype(dtype):
     """The float type attention is computed in: float16 in float32 (as every fused kernel
     accumulates), the rest as given. Results are cast back to dtype."""
     return np.dtype(np.float32) if dtype == np.float16 else np.dtype(dtype)
+
+
+def value_headroom(v, t_k, work):
+    """A power of two u such that the running sums of flash attention, sum_j p_j v_j over up
+    to T_k keys with every p_j <= 1 (weights before the division by l), stay finite in work
+    for v / u; 1.0 when v is far from that (NaN too: the finite check names it). Dividing by
+    a power of two and multiplying the output back are exact, so the results are the same
+    numbers, where attention's normalised weights @ v never overflows in the first place."""
+    if v.size == 0:
+        return 1.0
+    ratio = max(float(v.max()), -float(v.min())) / (float(np.finfo(work).max) / 4) * max(t_k, 1)
+    if not 1 <= ratio < math.inf:  # far from it, or NaN or inf in v (named by the finite check)
+        return 1.0
+    return 2.0 ** math.ceil(math.log2(ratio))
 
 
 def scores(q, k, scale, allowed=None, *, origin=None, rows=None):

@@ -16,7 +16,8 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ._checks import as_float_array, causal_allowed, finite_or_zero, positive_int, prepare_attention, scores
+from ._checks import (as_float_array, causal_allowed, finite_or_zero, positive_int, prepare_attention, scores,
+                      value_headroom)
 from ._checks import causal_offset  # noqa: F401 (attncore.flash.causal_offset, as before the front door)
 
 
@@ -98,14 +99,15 @@ def flash_attention(q, k, v, *, causal=False, block_q=64, block_k=64, scale=None
     """
     p = prepare_attention(q, k, v, causal=causal, scale=scale)
     block_q, block_k = positive_int("block_q", block_q), positive_int("block_k", block_k)
+    unit = p.work.type(value_headroom(p.v, p.t_k, p.work))  # acc sums up to T_k rows of v: keep it finite
     q, k, v = (np.broadcast_to(x.astype(p.work, copy=False), (*p.batch, *x.shape[-2:]))
-               for x in (p.q, p.k, p.v))
+               for x in (p.q, p.k, p.v if unit == 1 else p.v.astype(p.work) / unit))
     out = np.empty((*p.batch, p.t_q, p.d_v), p.work)
     lse = np.empty((*p.batch, p.t_q), p.work)
     for index in np.ndindex(*p.batch):
         out[index], lse[index] = _flash_one(q[index], k[index], v[index], p.scale, p.offset, block_q, block_k,
                                             index)
-    out, lse = out.astype(p.dtype, copy=False), lse.astype(p.dtype, copy=False)
+    out, lse = (out * unit).astype(p.dtype, copy=False), lse.astype(p.dtype, copy=False)
     return (out, lse) if return_lse else out
 
 

@@ -75,8 +75,8 @@ from numba import prange, types
 from numba.core import cgutils
 from numba.extending import NativeValue, intrinsic, models, overload, register_model, typeof_impl, unbox
 
-from ._checks import (as_float_array, causal_allowed, causal_offset, check_qkv, positive_int, prepare_attention, require_ndim,
-                      scores)
+from ._checks import (as_float_array, causal_allowed, causal_offset, check_qkv, positive_int, prepare_attention,
+                      require_ndim, scores, value_headroom)
 
 FASTMATH = {"contract"}
 _jit = numba.njit(cache=True, fastmath=FASTMATH)
@@ -980,8 +980,8 @@ def _layout(q, k, v, causal, block_q, block_k, scale, path):
     block_k = positive_int("block_k", block_k)
     # a key tile's rows are computed mr at a time: up to mr - 1 rows past t_k
     k_rows = _round_up(p.t_k, shape.mr) if block_k % shape.mr == 0 else p.t_k + shape.mr - 1
-    return _Layout(p.batch, p.t_q, p.t_k, p.d_v, p.dtype, work, p.scale, p.offset, k_rows, _round_up(p.d_v, shape.mr),
-                   tuple(_batch_index(x.shape[:-2], p.batch) for x in (p.q, p.k, p.v)),
+    return _Layout(p.batch, p.t_q, p.t_k, p.d_v, p.dtype, work, p.scale, p.offset, k_rows,
+                   _round_up(p.d_v, shape.mr), tuple(_batch_index(x.shape[:-2], p.batch) for x in (p.q, p.k, p.v)),
                    np.array(starts, np.int64), block_k, shape, numba.get_num_threads())
 
 
@@ -1005,7 +1005,8 @@ MAX_LAYOUTS = 256
 
 
 def _prepare(q, k, v, causal, block_q, block_k, scale, path):
-    """The kernel's _KernelArgs for a call of flash_attention, and its _Layout.
+    """The kernel's _KernelArgs for a call of flash_attention, its _Layout, and the power of
+    two the output is to be multiplied by (v was divided by it: value_headroom).
 
     The _Layout of each combination of shapes, dtypes and settings is worked out once
     and remembered, so a repeated call only reshapes its arrays and allocates the results:
@@ -1023,14 +1024,16 @@ def _prepare(q, k, v, causal, block_q, block_k, scale, path):
             _LAYOUTS[key] = layout
     q, k, v = np.asarray(q), np.asarray(k), np.asarray(v)
     _check_scores(q, k, v, layout)
+    unit = value_headroom(v, layout.t_k, layout.work)  # acc sums up to T_k rows of v: keep it finite
+    v = _flatten(v, layout.work, cols=layout.v_cols)
     count = layout.indices[0].size
     arguments = _KernelArgs(
         _flatten(q, layout.work), _flatten(k, layout.work, rows=layout.k_rows),
-        _flatten(v, layout.work, cols=layout.v_cols), *layout.indices, layout.t_k,
+        v if unit == 1 else v / layout.work(unit), *layout.indices, layout.t_k,
         layout.work(layout.scale * LOG2E), layout.offset is not None, layout.offset or 0, layout.starts,
         layout.block_k, np.empty((count, layout.t_q, layout.d_v), layout.work),
         np.empty((count, layout.t_q), layout.work), layout.shape, layout.shape.narrow, layout.threads)
-    return arguments, layout
+    return arguments, layout, unit
 
 
 def _check_scores(q, k, v, layout, chunk=256):
@@ -1044,7 +1047,8 @@ def _check_scores(q, k, v, layout, chunk=256):
     """
     if q.size == 0 or k.size == 0:
         return
-    limit, factor = float(np.finfo(layout.work).max) / 4, float(layout.scale) * LOG2E  # Python floats: inf, no warning
+    # Python floats: a product past the range is inf, with no warning
+    limit, factor = float(np.finfo(layout.work).max) / 4, float(layout.scale) * LOG2E
     q_max, k_max = max(float(q.max()), -float(q.min())), max(float(k.max()), -float(k.min()))
     if factor * q_max * k_max * q.shape[-1] < limit and factor * q_max < limit:
         return
@@ -1087,9 +1091,9 @@ def flash_attention(q, k, v, *, causal=False, block_q=None, block_k=BLOCK_K, sca
     path: "avx512", "avx2", "portable" or "loops" forces a micro-kernel (see the
     module docstring); None takes ATTNCORE_JIT_PATH, else the host CPU's.
     """
-    arguments, layout = _prepare(q, k, v, causal, block_q, block_k, scale, path)
+    arguments, layout, unit = _prepare(q, k, v, causal, block_q, block_k, scale, path)
     _run(arguments, False, q, k, v)
-    out, lse = arguments.out, arguments.lse
+    out, lse = arguments.out if unit == 1 else arguments.out * layout.work(unit), arguments.lse
     out = out.reshape(*layout.batch, layout.t_q, layout.d_v).astype(layout.dtype, copy=False)
     lse = lse.reshape(*layout.batch, layout.t_q).astype(layout.dtype, copy=False)
     return (out, lse) if return_lse else out
@@ -1111,7 +1115,7 @@ def profile(q, k, v, *, causal=False, block_q=None, block_k=BLOCK_K, scale=None,
     Needs x86-64 (rdtsc): elsewhere it raises NotImplementedError before running anything.
     """
     _require_x86_64("jit.profile")
-    arguments, _ = _prepare(q, k, v, causal, block_q, block_k, scale, path)
+    arguments, _, _ = _prepare(q, k, v, causal, block_q, block_k, scale, path)
     cycles = _run(arguments, True, q, k, v)
     total = cycles.sum(axis=0)
     return dict(zip(PHASES, (total / max(total.sum(), 1)).tolist()))

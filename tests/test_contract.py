@@ -7,6 +7,8 @@ LLVM lowers wider vectors to what the CPU has). What they all promise:
 
 - the weights softmax(scale q k^T) over the allowed keys, to a tolerance justified in
   `_tolerance`, with broadcast leading dimensions, both causal alignments, any T_k >= 0;
+- values anywhere in range: v near the largest float gives a finite output (a convex
+  combination of the rows of v), never inf;
 - a row with no allowed key (T_k = 0, or bottom_right with T_q > T_k) has output 0 and
   log-sum-exp -inf, never NaN;
 - float16 in gives float16 out, computed in float32 (scores past float16's range are fine);
@@ -187,6 +189,20 @@ def test_float16_scores_past_its_range_are_computed_in_float32(name):
     assert np.abs(q.astype(np.float32) @ np.swapaxes(k, -1, -2).astype(np.float32)).max() > 65504
     out = _check(name, q, k, v, False, scale=1e-3)
     assert out.dtype == np.float16 and np.isfinite(out).all()
+
+
+@pytest.mark.parametrize("name", NAMES)
+@pytest.mark.parametrize("dtype, top", [(np.float32, 3e38), (np.float64, 1e308)])
+def test_values_near_the_top_of_the_range(name, dtype, top):
+    """v near the largest float: the output is a convex combination of the rows of v, so
+    finite. attention normalises before it sums; the flash implementations sum up to T_k
+    unnormalised rows first, so they divide v by a power of two (exactly) and multiply back,
+    rather than return inf."""
+    q, k = _random([(2, 5, 4), (2, 9, 4)], dtype, seed=8)
+    v = np.full((2, 9, 3), top, dtype)
+    v[:, ::2] *= -0.5
+    out = _check(name, q, k, v, "bottom_right")
+    assert np.isfinite(out).all()
 
 
 OVERFLOWS = {
