@@ -166,3 +166,46 @@ def attention(Q, K, V):
     return softmax(Q @ K.T / temperature, axis=-1) @ V
 '''),
 ]
+
+WRONG += [
+    # softmax left out (scores used as weights): issue 21
+    Wrong("attention", "softmax left out (scores used as weights)", '''
+def attention(Q, K, V):
+    scores = Q @ K.T / np.sqrt(Q.shape[-1])
+    return scores @ V
+'''),
+    Wrong("attention", "softmax left out (scores used as weights)", '''
+def attention(Q, K, V):
+    return attention_scores(Q, K) @ V
+'''),
+    Wrong("attention_weights", "softmax left out (scores used as weights)", '''
+def attention_weights(Q, K):
+    return Q @ K.T / np.sqrt(K.shape[1])
+'''),
+    # scale applied after the softmax
+    Wrong("attention", "scale applied after the softmax", '''
+def attention(Q, K, V):
+    A = softmax(Q @ K.T)
+    return A @ V / np.sqrt(Q.shape[1])
+'''),
+    Wrong("attention_weights", "scale applied after the softmax", '''
+def attention_weights(Q, K):
+    d_k = Q.shape[-1]
+    return softmax(Q @ K.T, axis=-1) / np.sqrt(d_k)
+'''),
+    # K not transposed (rows of Q meet rows of K)
+    Wrong("attention_scores", "K not transposed (rows of Q meet rows of K)", '''
+def attention_scores(Q, K):
+    return Q @ K / np.sqrt(Q.shape[-1])
+'''),
+    Wrong("attention_weights", "K not transposed (rows of Q meet rows of K)", '''
+def attention_weights(Q, K):
+    S = np.dot(Q, K) / np.sqrt(K.shape[-1])
+    return softmax(S)
+'''),
+    Wrong("attention", "K not transposed (rows of Q meet rows of K)", '''
+def attention(Q, K, V):
+    A = softmax(np.matmul(Q, K) / np.sqrt(Q.shape[-1]))
+    return A @ V
+'''),
+]

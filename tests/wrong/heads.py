@@ -228,3 +228,15 @@ def grouped_query_attention(Q, K, V):
     return softmax(Q @ np.swapaxes(Kr, 1, 2) / np.sqrt(d)) @ np.repeat(V, G, axis=0)
 '''),
 ]
+
+WRONG += [
+    # a float instead of an int (issue 21: the notebook asks for a Python int)
+    Wrong("kv_head_for", "wrong output shape or dtype", '''
+def kv_head_for(q_head, n_q_heads, n_kv_heads):
+    return q_head // (n_q_heads / n_kv_heads)
+'''),
+    Wrong("kv_head_for", "wrong output shape or dtype", '''
+def kv_head_for(q_head, n_q_heads, n_kv_heads):
+    return np.floor(q_head * n_kv_heads / n_q_heads)
+'''),
+]

@@ -279,3 +279,53 @@ def softmax(scores):
     return e / total
 '''),
 ]
+
+WRONG += [
+    # exp(x - lse): rows miss 1 by more than rounding allows (issue 21; was a "right" style)
+    Wrong("softmax", "exp(x - lse): rows miss 1 by more than rounding allows", '''
+def softmax(scores):
+    m = np.max(scores, axis=-1, keepdims=True)
+    lse = m + np.log(np.sum(np.exp(scores - m), axis=-1, keepdims=True))
+    return np.exp(scores - lse)
+'''),
+    Wrong("softmax", "exp(x - lse): rows miss 1 by more than rounding allows", '''
+def logsumexp(x):
+    top = x.max(axis=-1, keepdims=True)
+    return top + np.log(np.exp(x - top).sum(axis=-1, keepdims=True))
+
+def softmax(scores):
+    return np.exp(scores - logsumexp(scores))
+'''),
+    # an explicit atol = 0 ignored (atol or default)
+    Wrong("is_row_stochastic", "an explicit atol = 0 ignored (atol or default)", '''
+def is_row_stochastic(W, atol=None):
+    atol = atol or max(4 * W.shape[-1], 8) * np.finfo(W.dtype).eps
+    if not np.all(np.isfinite(W)) or np.any(W < 0) or np.any(W > 1):
+        return False
+    return bool(np.all(np.abs(W.sum(axis=-1) - 1) <= atol))
+'''),
+    Wrong("is_row_stochastic", "an explicit atol = 0 ignored (atol or default)", '''
+def is_row_stochastic(W, atol=None):
+    if not atol:
+        atol = max(4 * W.shape[-1], 8) * np.finfo(W.dtype).eps
+    ok = np.isfinite(W).all() and (W >= 0).all() and (W <= 1).all()
+    return bool(ok and (np.abs(W.sum(-1) - 1) <= atol).all())
+'''),
+    # default tolerance from the wrong n (not the row length)
+    Wrong("is_row_stochastic", "default tolerance from the wrong n (not the row length)", '''
+def is_row_stochastic(W, atol=None):
+    if atol is None:
+        atol = max(4 * W.size, 8) * np.finfo(W.dtype).eps
+    if not np.all(np.isfinite(W)) or np.any(W < 0) or np.any(W > 1):
+        return False
+    return bool(np.all(np.abs(W.sum(axis=-1) - 1) <= atol))
+'''),
+    Wrong("is_row_stochastic", "default tolerance from the wrong n (not the row length)", '''
+def is_row_stochastic(W, atol=None):
+    if atol is None:
+        n = len(W)
+        atol = max(4 * n, 8) * np.finfo(W.dtype).eps
+    ok = np.isfinite(W).all() and (W >= 0).all() and (W <= 1).all()
+    return bool(ok and (np.abs(W.sum(-1) - 1) <= atol).all())
+'''),
+]

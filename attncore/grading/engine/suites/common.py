@@ -234,3 +234,52 @@ def two_d_only(along_axis_1=None):
             f"Your result is taken along axis 1 of an input of shape "
             f"{np.shape(next(iter(arguments.values())))}: axis=1 is the last axis of a 2-D "
             f"array only. The rows run along axis=-1."))
+
+
+KEYS_NOT_TRANSPOSED = "K not transposed (rows of Q meet rows of K)"
+KEYS_NOT_TRANSPOSED_FIX = ("each score is a dot product of a query ROW with a key ROW: "
+                           "Q has shape (T_q, d_k) and K has shape (T_k, d_k), so the product is "
+                           "Q @ K.T (or np.swapaxes(K, -1, -2) for stacked heads). Q @ K puts "
+                           "d_k against T_k: it fails, or computes nonsense when they happen to "
+                           "be equal.")
+
+
+def keys_not_transposed(with_keys_as_given=None):
+    """KEYS_NOT_TRANSPOSED: the product Q @ K where Q @ K^T is meant.
+
+    Recognised from the error it raises (a matmul, dot or einsum whose inner sizes, d_k and
+    T_k, differ) and, when with_keys_as_given is given (the graded function computed with
+    K.T in place of K, so Q @ K runs), from the output where d_k = T_k.
+    """
+    def on_error(arguments, error_type, error_message):
+        values = list(arguments.values())
+        Q, K = values[0], values[1]
+        if error_type != "ValueError" or not all(isinstance(a, np.ndarray) for a in (Q, K)):
+            return None
+        if Q.shape[-1] == K.shape[-2] or not any(word in error_message for word in (
+                "core dimension", "not aligned", "could not be broadcast")):
+            return None
+        return (f"Q has shape {Q.shape} and K has shape {K.shape}: Q @ K puts the "
+                f"d_k = {Q.shape[-1]} columns of Q against the T_k = {K.shape[-2]} rows of K, "
+                f"which is why the product failed. Rows of Q must meet rows of K: Q @ K.T.")
+
+    def variant(*values):
+        Q, K = values[0], values[1]
+        if Q.shape[-1] != K.shape[-2]:
+            return None
+        return with_keys_as_given(Q, np.swapaxes(K, -1, -2), *values[2:])
+
+    return Misconception(KEYS_NOT_TRANSPOSED, KEYS_NOT_TRANSPOSED_FIX,
+                         variants=(variant,) if with_keys_as_given else (), on_error=on_error)
+
+
+NO_SOFTMAX = "softmax left out (scores used as weights)"
+NO_SOFTMAX_FIX = ("the weights are softmax(Q K^T / sqrt(d_k)) row by row: without the softmax "
+                  "the 'weights' are raw scores, negative and unnormalised, so each output is "
+                  "not an average of the values. Apply the softmax over the keys (axis=-1) "
+                  "before multiplying by V.")
+SCALE_AFTER_SOFTMAX = "scale applied after the softmax"
+SCALE_AFTER_SOFTMAX_FIX = ("divide the SCORES by sqrt(d_k), before the softmax: "
+                           "softmax(Q K^T / sqrt(d_k)). Dividing the weights (or the output) "
+                           "afterwards leaves rows that sum to 1/sqrt(d_k) instead of 1, and "
+                           "the softmax itself sees unscaled scores, so it is too peaked.")

@@ -5,7 +5,9 @@ import attncore
 
 from ..probe import Case, FunctionSpec, Misconception
 from .common import (
-    TRANSPOSED, TRANSPOSED_FIX, arrays, effective_scale, queries_for, rows_of_different_scales,
+    NO_SOFTMAX, NO_SOFTMAX_FIX, SCALE_AFTER_SOFTMAX, SCALE_AFTER_SOFTMAX_FIX, TRANSPOSED,
+    TRANSPOSED_FIX, arrays, effective_scale, keys_not_transposed, queries_for,
+    rows_of_different_scales,
     scale_misconception, softmax_misconceptions, softmax_scale,
 )
 
@@ -96,6 +98,18 @@ def _values_on_the_left(Q, K, V):
     return V.T @ attncore.attention_weights(Q, K).T
 
 
+def _raw(Q, K):
+    return Q @ K.T
+
+
+def _scaled(Q, K):
+    return Q @ K.T / np.sqrt(Q.shape[-1])
+
+
+NO_SOFTMAX_DETAIL = "Your weights are the scores themselves: no softmax was applied to them."
+SCALE_AFTER_DETAIL = ("Your result is the softmax of the scores, divided by sqrt(d_k) only "
+                      "afterwards: its rows sum to 1/sqrt(d_k), not to 1.")
+
 SPECS = [
     FunctionSpec(
         name="attention_scores",
@@ -104,6 +118,7 @@ SPECS = [
         misconceptions=[
             Misconception(TRANSPOSED, TRANSPOSED_FIX,
                           variants=(lambda Q, K: K @ Q.T / np.sqrt(Q.shape[-1]),)),
+            keys_not_transposed(attncore.attention_scores),
             scale_misconception(fit=_fit(effective_scale)),
         ],
         forbidden=FORBIDDEN,
@@ -115,6 +130,13 @@ SPECS = [
         misconceptions=[
             Misconception(TRANSPOSED, TRANSPOSED_FIX, variants=(_transposed_weights,)),
             *softmax_misconceptions(_scores),
+            Misconception(NO_SOFTMAX, NO_SOFTMAX_FIX, variants=(_scaled, _raw),
+                          detail=NO_SOFTMAX_DETAIL),
+            Misconception(SCALE_AFTER_SOFTMAX, SCALE_AFTER_SOFTMAX_FIX, variants=(
+                lambda Q, K: attncore.softmax(_raw(Q, K)) / np.sqrt(Q.shape[-1]),
+                lambda Q, K: attncore.softmax(_scaled(Q, K)) / np.sqrt(Q.shape[-1])),
+                detail=SCALE_AFTER_DETAIL),
+            keys_not_transposed(attncore.attention_weights),
             scale_misconception(fit=_fit(softmax_scale)),
         ],
         forbidden=FORBIDDEN,
@@ -134,6 +156,15 @@ SPECS = [
                           "the output has one row per query: A @ V with shape (T_q, d_v).",
                           variants=(_values_on_the_left,)),
             *softmax_misconceptions(_outputs),
+            Misconception(NO_SOFTMAX, NO_SOFTMAX_FIX, variants=(
+                lambda Q, K, V: _scaled(Q, K) @ V, lambda Q, K, V: _raw(Q, K) @ V),
+                detail="Your output is the scores times V: no softmax turned the scores into "
+                       "weights first."),
+            Misconception(SCALE_AFTER_SOFTMAX, SCALE_AFTER_SOFTMAX_FIX, variants=(
+                lambda Q, K, V: attncore.softmax(_raw(Q, K)) @ V / np.sqrt(Q.shape[-1]),
+                lambda Q, K, V: attncore.softmax(_scaled(Q, K)) @ V / np.sqrt(Q.shape[-1])),
+                detail=SCALE_AFTER_DETAIL.replace("Your result", "Your weights")),
+            keys_not_transposed(attncore.attention),
             scale_misconception(_attention_with_scale),
         ],
         forbidden=FORBIDDEN,

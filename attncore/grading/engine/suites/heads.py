@@ -351,6 +351,7 @@ SPECS = [
         reference=kv_head_reference,
         suites=KV_HEAD_CASES,
         misconceptions=KV_HEAD_MISCONCEPTIONS,
+        keep_dtype=True,  # the notebook asks for an int: 1.0 is the right head as a float
         forbidden=FORBIDDEN,
     ),
     FunctionSpec(

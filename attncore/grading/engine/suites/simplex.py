@@ -16,7 +16,7 @@ import numpy as np
 import attncore
 from attncore.invariants import check_rows, default_atol
 
-from ..probe import Case, FunctionSpec, Misconception
+from ..probe import Case, FunctionSpec, Misconception, same
 from .common import (
     DRAWN, GLOBAL_MAX, GLOBAL_MAX_FIX, MIN_SUBTRACTED, MIN_SUBTRACTED_FIX, UNSTABLE, UNSTABLE_FIX,
     WRONG_AXIS, WRONG_AXIS_FIX, along_axis_detail, along_other_axes, arrays, global_max_softmax,
@@ -63,6 +63,8 @@ SOFTMAX_CASES = {
              lambda: mostly_negative(8, 3, 5)),
         Case("4 rows at offsets -1e4, 0, 1e4, -50: rows on wildly different scales",
              lambda: offsets_rows(9, 4, 5)),
+        Case("float32, 4 rows at offsets -1e4, 0, 1e4, -50: every row must still sum to 1 "
+             "within the slack max(4 n, 8) eps", lambda: offsets_rows(12, 4, 5, np.float32)),
         Case("float32 scores up to 1e4 in magnitude, shape (3, 6)",
              lambda: scores(10, 3, 6, dtype=np.float32, scale=5e3)),
         Case("3-D float64 scores up to 1e4 in magnitude, shape (2, 3, 4)",
@@ -109,6 +111,28 @@ def _clipped_naive(x):
     return e / e.sum(axis=-1, keepdims=True)
 
 
+LSE_ROUNDED = "exp(x - lse): rows miss 1 by more than rounding allows"
+
+
+def _rows_off(arguments, got, expected):
+    """Values within tolerance of the softmax, rows further from 1 than the slack."""
+    got = np.asarray(got)
+    if got.shape != np.shape(expected) or not same(got, expected):
+        return None
+    n, dtype = got.shape[-1], got.dtype
+    slack = default_atol(n, dtype)
+    off = got.astype(np.float64).sum(axis=-1) - 1
+    worst = np.unravel_index(int(np.argmax(np.abs(off))), off.shape)
+    if abs(off[worst]) <= slack:
+        return None
+    return (f"Entry by entry your values are close to the softmax, but row {tuple(map(int, worst))} "
+            f"sums to 1 {off[worst]:+.3g}: {abs(off[worst]) / slack:.0f} times the slack "
+            f"max(4 n, 8) eps = {slack:.3g} that rounding allows for rows of n = {n} in {dtype}. "
+            f"The usual cause: exp(x - lse) with lse = m + log(sum(exp(x - m))). lse is rounded "
+            f"to the precision of the scores (about {float(np.spacing(np.abs(arguments['scores']).max().astype(dtype))):.3g} "
+            f"here), and every weight of the row is off by that factor.")
+
+
 WHOLE = "normalised over the whole array instead of each row"
 KEEPDIMS = "row maximum or row sum without keepdims"
 
@@ -142,6 +166,14 @@ SOFTMAX_MISCONCEPTIONS = [
                   detail="exp of these scores overflows (or underflows to 0) unless each row's "
                          "maximum is subtracted first."),
     Misconception(GLOBAL_MAX, GLOBAL_MAX_FIX, variants=(global_max_softmax,)),
+    Misconception(
+        LSE_ROUNDED,
+        "divide by the row sum instead: e = np.exp(x - m); e / e.sum(axis=-1, keepdims=True). "
+        "x - m is exact for the scores that matter, so the rows sum to 1 within a few eps. If "
+        "you want exp(x - lse), keep the small part apart: np.exp((x - m) - np.log(s)) with "
+        "s = sum(exp(x - m)), never x - (m + log(s)), whose m + log(s) rounds away log(s)'s "
+        "digits when |m| is large.",
+        detect=_rows_off, close_too=True),
 ]
 
 
@@ -182,6 +214,31 @@ def _negative_entry(seed):
     return {"W": W}
 
 
+def _atol_zero(seed):
+    """Rows of exact binary fractions (2 to 5 rows of 4, drawn), one entry 0.5 moved up by
+    4 eps: that row sums to 1 + 8.9e-16 exactly, within the default slack, not within 0."""
+    t_q = integers(seed, 2, 5, 1)[0]
+    rng = np.random.default_rng(integers(seed + 1, 0, 2 ** 31, 1))
+    base = np.array([0.5, 0.25, 0.125, 0.125])
+    W = np.stack([rng.permutation(base) for _ in range(t_q)])
+    i = integers(seed + 2, 0, t_q - 1, 1)[0]
+    W[i, np.argmax(W[i])] += 4 * np.finfo(np.float64).eps
+    return {"W": W, "atol": 0.0}
+
+
+def _many_short_rows(seed):
+    """300 to 400 float32 softmax rows of 3 (drawn); one row sums to 1 + 1e-4. The default
+    slack for rows of 3 is 8 eps = 9.5e-7; one taken from W.size or the number of rows
+    would be over 1e-4."""
+    t_q = integers(seed, 300, 400, 1)[0]
+    (x,) = arrays(seed, (t_q, 3), dtype=np.float32)
+    W = attncore.softmax(x)
+    i = integers(seed + 1, 0, t_q - 1, 1)[0]
+    j = int(np.argmin(W[i]))
+    W[i, j] += np.float32(1e-4)
+    return {"W": W}
+
+
 def long_float32_rows():
     """2 float32 rows of 1000 entries near 1e-3 whose sums are 1 + 1e-4 and 1 - 1e-4."""
     rows = np.full((2, 1000), 1e-3) + np.array([[1e-7], [-1e-7]])
@@ -214,6 +271,9 @@ ROW_CASES = {
              float32_softmax_rows),
         Case("one row sums to 1.001, default atol (expected False)",
              lambda: _w([[0.5, 0.25, 0.25], [0.501, 0.25, 0.25]])),
+        Case(f"hundreds of float32 rows of 3, one summing to 1 + 1e-4, default atol: the slack "
+             f"is for rows of n = 3, 8 eps = 9.5e-7 ({DRAWN}; expected False)",
+             lambda: _many_short_rows(23)),
     ],
     "edge": [
         Case("a 1-D array: a single row (expected True)", lambda: _w([0.25, 0.25, 0.5])),
@@ -231,6 +291,8 @@ ROW_CASES = {
              lambda: _w([[np.inf, 0.0, 0.0], [0.5, 0.5, 0.0]])),
         Case(f"rows that sum to 1 with one entry -0.05 ({DRAWN}; expected False)",
              lambda: _negative_entry(22)),
+        Case(f"atol = 0 given explicitly and a row summing to 1 + 8.9e-16 ({DRAWN}; expected "
+             f"False: atol = 0 means exactly 1)", lambda: _atol_zero(24)),
     ],
 }
 
@@ -280,6 +342,29 @@ def _fixed_default(W, atol=None):
     return _rows_ok(W, np.abs(W.sum(axis=-1) - 1) <= (1e-6 if atol is None else atol))
 
 
+def _atol_or_default(W, atol=None):
+    return _rows_ok(W, np.abs(W.sum(axis=-1) - 1) <= (atol or default_atol(W.shape[-1], W.dtype)))
+
+
+def _atol_or_fixed(W, atol=None):
+    return _rows_ok(W, np.abs(W.sum(axis=-1) - 1) <= (atol or 1e-6))
+
+
+def _default_from(count):
+    def check(W, atol=None):
+        n = count(W)
+        if n is None or n == W.shape[-1]:
+            return None
+        tol = default_atol(n, W.dtype) if atol is None else atol
+        return _rows_ok(W, np.abs(W.sum(axis=-1) - 1) <= tol)
+    return check
+
+
+WRONG_N = (("W.size, the number of entries", lambda W: W.size),
+           ("the number of rows", lambda W: W.size // W.shape[-1]),
+           ("W.shape[0] (len(W))", lambda W: W.shape[0] if W.ndim >= 2 else None))
+
+
 def _allclose_defaults(W, atol=None):
     return _rows_ok(W, np.isclose(W.sum(axis=-1), 1))
 
@@ -304,6 +389,14 @@ ROW_MISCONCEPTIONS = [
     Misconception("an array instead of one bool",
                   "combine the per-row checks into one answer with np.all(...) and return "
                   "bool(...) of it.", detect=_array_returned),
+    Misconception("default tolerance from the wrong n (not the row length)",
+                  "n in max(4 n, 8) eps is the length of ONE row, W.shape[-1]: each row sum "
+                  "adds n rounded entries. W.size, len(W) or the number of rows grows with the "
+                  "number of rows and lets a row that is off by far more than rounding through.",
+                  variants=tuple(_default_from(count) for _, count in WRONG_N),
+                  detail=lambda args, i: f"Your default tolerance fits n = {WRONG_N[i][0]} "
+                                         f"({WRONG_N[i][1](args['W'])}); rows here have "
+                                         f"n = {np.shape(args['W'])[-1]} entries."),
     Misconception("columns checked instead of rows",
                   "a row is the last axis: sum with W.sum(axis=-1) and compare every row sum "
                   "with 1 (axis=0 or axis=1 adds up columns or whole matrices).",
@@ -331,6 +424,12 @@ ROW_MISCONCEPTIONS = [
                   "max(4 n, 8) eps of W's dtype (attncore.invariants.default_atol(n, W.dtype)). "
                   "A fixed 1e-6 is too strict for long float32 rows and far too loose for "
                   "float64 ones.", variants=(_fixed_default,)),
+    Misconception("an explicit atol = 0 ignored (atol or default)",
+                  "test `if atol is None:`, not `atol or ...` / `if not atol:`: 0 is a valid "
+                  "tolerance (exactly 1), and `0 or default` is the default.",
+                  variants=(_atol_or_default, _atol_or_fixed),
+                  detail="With atol = 0 your function accepted a row sum of 1 + 8.9e-16, as if "
+                         "no atol had been given."),
     Misconception("tolerance other than atol",
                   "use the atol you are given, and only it: np.abs(row_sums - 1) <= atol. "
                   "np.allclose / np.isclose add a relative tolerance rtol=1e-05 unless you "
