@@ -271,10 +271,18 @@ def masked_softmax(scores, mask):
     fresh = importlib.reload(sys.modules["attncore.softmax"])
     return fresh.softmax(scores, mask=mask)
 """,
+        "the private core of the library's softmax": """
+import sys
+def masked_softmax(scores, mask):
+    module = sys.modules["attncore.softmax"]
+    core = [f for name, f in vars(module).items() if name.startswith("_") and "softmax" in name]
+    return core[0](scores, mask=mask)
+""",
         "the library's code copied into a new function": """
 import types, attncore
 try:
-    mine = types.FunctionType(attncore.softmax.__code__, attncore.softmax.__globals__)
+    mine = types.FunctionType(attncore.softmax.__code__, attncore.softmax.__globals__, None,
+                              attncore.softmax.__defaults__)
 except Exception:
     mine = None
 def masked_softmax(scores, mask):
@@ -398,6 +406,30 @@ def masked_softmax(scores, mask):
     os.kill(0, signal.SIGKILL)
 """,
     }
+
+
+# (importlib.reload is not tried here: in this process it would replace the library's
+# functions for every later test.)
+LIBRARY_ROUTES = ("the library through a default argument", "the library through sys.modules",
+                  "the private core of the library's softmax",
+                  "the library's code copied into a new function")
+
+
+@pytest.mark.parametrize("name", LIBRARY_ROUTES)
+def test_each_route_to_the_library_works_until_the_exercise_forbids_it(tmp_path, name):
+    """Not a vacuous attack: with nothing forbidden, the route gives the right answer;
+    with what 03-masking forbids, it raises ForbiddenCall (or is refused outright)."""
+    from attncore.grading.engine.suites.masking import FORBIDDEN
+    from attncore.grading.observe import observe
+
+    namespace = {}
+    exec(attacks(Course(tmp_path, [ASSIGNMENT]))[name], namespace)
+    spec = SPECS[FUNCTION]
+    arguments = spec.suites["basic"][0].make()
+    free = observe(namespace[FUNCTION], dict(arguments), ())
+    assert free["raised"] is None, free["raised"]
+    np.testing.assert_allclose(free["returned"], spec.reference(*arguments.values()))
+    assert observe(namespace[FUNCTION], dict(arguments), FORBIDDEN)["raised"][0] == "ForbiddenCall"
 
 
 def _hidden_case_table():

@@ -162,10 +162,15 @@ def guard_library():
 
 def trip(names):
     """From now on, the named attncore functions ("softmax", "masks.causal") raise
-    ForbiddenCall wherever they are held: their code is swapped for a refusal."""
+    ForbiddenCall wherever they are held (their code is swapped for a refusal), and so do
+    the attncore functions that only they reach (a private core such as the softmax's),
+    so that no helper of a forbidden function does its work in its place. Returns the
+    names of every function tripped, for untrip."""
     library = library_functions()
-    for name in names:
+    tripped = _reached_only_by(names)
+    for name in tripped:
         library[name][0].__code__ = _refusal_code(name)
+    return tripped
 
 
 def untrip(names):
@@ -178,11 +183,53 @@ def untrip(names):
 @contextlib.contextmanager
 def _tripwires(names):
     """While the block runs, the named attncore functions raise ForbiddenCall."""
-    trip(names)
+    tripped = trip(names)
     try:
         yield
     finally:
-        untrip(names)
+        untrip(tripped)
+
+
+def _reached_only_by(names):
+    """The names of the functions in names, and of the attncore functions they call
+    (directly or not) that no other public attncore function calls."""
+    library = library_functions()
+    key_of = {}
+    for key, (function, _) in library.items():
+        key_of.setdefault(function, key)
+    forbidden = {library[name][0] for name in names}
+    allowed = {function for key, (function, _) in library.items()
+               if not key.rpartition(".")[2].startswith("_") and function not in forbidden}
+    reached = (_reach(forbidden) - _reach(allowed, stop=forbidden)) | forbidden
+    return sorted({key_of[function] for function in reached} | set(names))
+
+
+def _reach(roots, stop=()):
+    """roots and every attncore function their code names, transitively (not through the
+    functions in stop)."""
+    library = library_functions()
+    code_of = {function: code for function, code in library.values()}
+    seen, todo = set(), list(roots)
+    while todo:
+        function = todo.pop()
+        if function in seen or function in stop:
+            continue
+        seen.add(function)
+        names = _names(code_of[function])
+        for name in names:
+            value = function.__globals__.get(name)
+            targets = [value] if value in code_of else [
+                getattr(value, attribute, None) for attribute in names
+            ] if isinstance(value, types.ModuleType) and value.__name__.startswith("attncore") \
+                else []
+            todo += [target for target in targets if target in code_of]
+    return seen
+
+
+def _names(code):
+    """Every global or attribute name a code object and its nested code objects use."""
+    return set(code.co_names).union(*(_names(const) for const in code.co_consts
+                                      if isinstance(const, types.CodeType)))
 
 
 def _refusal(*args, **kwargs):

@@ -48,8 +48,7 @@ def main(in_fd, out_fd, arena_fd=None, arena_bytes=0):
         else:
             # From the first call on, the forbidden functions stay tripped: learner code
             # that runs after a call (a hook on the reply, a thread) cannot use them either.
-            trip(set(request["forbidden"]) - tripped)
-            tripped |= set(request["forbidden"])
+            tripped |= set(trip(set(request["forbidden"]) - tripped))
             reply = call(namespace, request, arena)
         wire.send(replies, reply)
 
