@@ -516,3 +516,66 @@ def online_softmax_stats(x, block_size):
     return m, total * np.exp(-m)
 '''),
 ]
+
+WRONG += [
+    # online softmax without rescaling: each tile against its own maximum, m overwritten by the
+    # last tile's (issue 21: generic "wrong values" on the hidden cases before)
+    Wrong("online_softmax_stats", "online softmax without rescaling", '''
+def online_softmax_stats(x, block_size):
+    m, l = None, 0.0
+    for start in range(0, x.shape[1], block_size):
+        tile = x[:, start:start + block_size]
+        m = tile.max(axis=1)                      # this tile's maximum
+        l = l + np.exp(tile - m[:, None]).sum(axis=1)
+    return m, l
+'''),
+    Wrong("online_softmax_stats", "online softmax without rescaling", '''
+def online_softmax_stats(x, block_size):
+    sums = []
+    for start in range(0, x.shape[1], block_size):
+        tile = x[:, start:start + block_size]
+        tile_max = np.max(tile, axis=-1, keepdims=True)
+        sums.append(np.sum(np.exp(tile - tile_max), axis=-1))
+    return tile_max[:, 0], np.sum(sums, axis=0)
+'''),
+]
+
+WRONG += [
+    # K not transposed (rows of Q meet rows of K), as in 01: a tile of keys against Q's rows
+    Wrong("flash_attention", "K not transposed (rows of Q meet rows of K)", '''
+def flash_attention(Q, K, V, block_size):
+    T_q, d = Q.shape
+    out = np.zeros((T_q, V.shape[1]))
+    for q0 in range(0, T_q, block_size):
+        q = Q[q0:q0 + block_size]
+        m = np.full(len(q), -np.inf)
+        l = np.zeros(len(q))
+        acc = np.zeros((len(q), V.shape[1]))
+        for k0 in range(0, K.shape[0], block_size):
+            s = q @ K[k0:k0 + block_size] / np.sqrt(d)
+            m_new = np.maximum(m, s.max(axis=1))
+            p = np.exp(s - m_new[:, None])
+            alpha = np.exp(m - m_new)
+            l = alpha * l + p.sum(axis=1)
+            acc = alpha[:, None] * acc + p @ V[k0:k0 + block_size]
+            m = m_new
+        out[q0:q0 + block_size] = acc / l[:, None]
+    return out
+'''),
+    Wrong("flash_attention", "K not transposed (rows of Q meet rows of K)", '''
+def flash_attention(Q, K, V, block_size):
+    scale = 1 / np.sqrt(Q.shape[1])
+    m = np.full(Q.shape[0], -np.inf)
+    l = np.zeros(Q.shape[0])
+    acc = np.zeros((Q.shape[0], V.shape[1]))
+    for start in range(0, K.shape[0], block_size):
+        Kt, Vt = K[start:start + block_size], V[start:start + block_size]
+        S = np.dot(Q, Kt) * scale
+        m_new = np.maximum(m, S.max(axis=1))
+        P = np.exp(S - m_new[:, None])
+        l = np.exp(m - m_new) * l + P.sum(axis=1)
+        acc = np.exp(m - m_new)[:, None] * acc + P @ Vt
+        m = m_new
+    return acc / l[:, None]
+'''),
+]

@@ -240,3 +240,42 @@ def kv_head_for(q_head, n_q_heads, n_kv_heads):
     return np.floor(q_head * n_kv_heads / n_q_heads)
 '''),
 ]
+
+WRONG += [
+    # K not transposed (rows of Q meet rows of K), as in 01
+    Wrong("grouped_query_attention", "K not transposed (rows of Q meet rows of K)", '''
+def grouped_query_attention(Q, K, V):
+    G = Q.shape[0] // K.shape[0]
+    K_all, V_all = np.repeat(K, G, axis=0), np.repeat(V, G, axis=0)
+    scores = Q @ K_all / np.sqrt(Q.shape[-1])
+    return softmax(scores, axis=-1) @ V_all
+'''),
+    Wrong("grouped_query_attention", "K not transposed (rows of Q meet rows of K)", '''
+def grouped_query_attention(Q, K, V):
+    H_q = Q.shape[0]
+    out = []
+    for h in range(H_q):
+        j = kv_head_for(h, H_q, K.shape[0])
+        s = np.matmul(Q[h], K[j]) / np.sqrt(Q.shape[-1])
+        out.append(softmax(s) @ V[j])
+    return np.stack(out)
+'''),
+]
+
+WRONG += [
+    # softmax left out, and the scale after the softmax, as in 01
+    Wrong("grouped_query_attention", "softmax left out (scores used as weights)", '''
+def grouped_query_attention(Q, K, V):
+    G = Q.shape[0] // K.shape[0]
+    K_all, V_all = np.repeat(K, G, axis=0), np.repeat(V, G, axis=0)
+    scores = Q @ K_all.transpose(0, 2, 1) / np.sqrt(Q.shape[-1])
+    return scores @ V_all
+'''),
+    Wrong("grouped_query_attention", "scale applied after the softmax", '''
+def grouped_query_attention(Q, K, V):
+    G = Q.shape[0] // K.shape[0]
+    K_all, V_all = np.repeat(K, G, axis=0), np.repeat(V, G, axis=0)
+    A = softmax(Q @ K_all.transpose(0, 2, 1))
+    return A @ V_all / np.sqrt(Q.shape[-1])
+'''),
+]

@@ -366,3 +366,20 @@ def masked_softmax(scores, mask):
     return e / np.where(total > 0, total, 1)
 '''),
 ]
+
+WRONG += [
+    # window looks forward (transposed: keys after the query), issue 21
+    Wrong("sliding_window_mask", "window looks forward (transposed: keys after the query)", '''
+def sliding_window_mask(t, window):
+    i, j = np.indices((t, t))
+    return (j >= i) & (j < i + window)
+'''),
+    Wrong("sliding_window_mask", "window looks forward (transposed: keys after the query)", '''
+def sliding_window_mask(t, window):
+    mask = np.zeros((t, t), dtype=bool)
+    for i in range(t):
+        for j in range(max(0, i - window + 1), i + 1):
+            mask[j, i] = True      # rows and columns swapped
+    return mask
+'''),
+]

@@ -435,3 +435,46 @@ def layer_attention(hidden, weights, attention_mask):
     return merged @ weights.W_o + weights.b_o, A
 '''),
 ]
+
+WRONG += [
+    # head axes in the wrong order: (B, H, d, T) and the other orders (issue 21)
+    Wrong("split_heads", "head axes in the wrong order", '''
+def split_heads(x, n_heads):
+    B, T, D = x.shape
+    return x.reshape(B, T, n_heads, D // n_heads).transpose(0, 2, 3, 1)
+'''),
+    Wrong("split_heads", "head axes in the wrong order", '''
+def split_heads(x, n_heads):
+    B, T, D = x.shape
+    d = D // n_heads
+    heads = [x[:, :, h * d:(h + 1) * d].swapaxes(1, 2) for h in range(n_heads)]  # (B, d, T)
+    return np.stack(heads, axis=1)
+'''),
+    # padding mask without its key axis: (B, T) against (B, H, T, T)
+    Wrong("layer_attention", "padding mask without its key axis", '''
+def layer_attention(hidden, weights, attention_mask):
+    B, T, D = hidden.shape
+    H = weights.n_heads
+    q = split_heads(hidden @ weights.W_q + weights.b_q, H)
+    k = split_heads(hidden @ weights.W_k + weights.b_k, H)
+    v = split_heads(hidden @ weights.W_v + weights.b_v, H)
+    scores = q @ k.transpose(0, 1, 3, 2) / np.sqrt(D // H)
+    A = softmax(scores, mask=attention_mask == 1)
+    merged = (A @ v).transpose(0, 2, 1, 3).reshape(B, T, D)
+    return merged @ weights.W_o + weights.b_o, A
+'''),
+    Wrong("layer_attention", "padding mask without its key axis", '''
+def layer_attention(hidden, weights, attention_mask):
+    B, T, D = hidden.shape
+    H = weights.n_heads
+    q = split_heads(hidden @ weights.W_q + weights.b_q, H)
+    k = split_heads(hidden @ weights.W_k + weights.b_k, H)
+    v = split_heads(hidden @ weights.W_v + weights.b_v, H)
+    scores = q @ np.swapaxes(k, -1, -2) / np.sqrt(D // H)
+    scores = np.where(attention_mask.astype(bool), scores, -np.inf)
+    A = np.exp(scores - scores.max(axis=-1, keepdims=True))
+    A = A / A.sum(axis=-1, keepdims=True)
+    merged = (A @ v).transpose(0, 2, 1, 3).reshape(B, T, D)
+    return merged @ weights.W_o + weights.b_o, A
+'''),
+]

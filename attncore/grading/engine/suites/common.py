@@ -1,4 +1,6 @@
 """Inputs and misconceptions that several assignments share."""
+import re
+
 import numpy as np
 
 import attncore
@@ -256,12 +258,22 @@ def keys_not_transposed(with_keys_as_given=None):
         Q, K = values[0], values[1]
         if error_type != "ValueError" or not all(isinstance(a, np.ndarray) for a in (Q, K)):
             return None
-        if Q.shape[-1] == K.shape[-2] or not any(word in error_message for word in (
-                "core dimension", "not aligned", "could not be broadcast")):
+        d_k = Q.shape[-1]
+        core = re.search(r"core dimension.*\(size (\d+) is different from (\d+)\)", error_message)
+        dot = re.search(r"not aligned: (\d+) \(dim \d+\) != (\d+)", error_message)
+        if core:  # operand 1's rows (keys, or a tile of them) against the d_k columns of Q
+            inner_fits = int(core.group(2)) == d_k and int(core.group(1)) != d_k
+        elif dot:
+            inner_fits = int(dot.group(1)) == d_k and int(dot.group(2)) != d_k
+        else:  # einsum written for 2-D Q and K
+            inner_fits = Q.ndim == K.ndim == 2 and "could not be broadcast" in error_message
+        if Q.shape[-1] == K.shape[-2] or not inner_fits:
             return None
         return (f"Q has shape {Q.shape} and K has shape {K.shape}: Q @ K puts the "
-                f"d_k = {Q.shape[-1]} columns of Q against the T_k = {K.shape[-2]} rows of K, "
-                f"which is why the product failed. Rows of Q must meet rows of K: Q @ K.T.")
+                f"d_k = {d_k} numbers of each query against the rows of K (its keys, "
+                f"T_k = {K.shape[-2]} of them, or a tile of them), which is why the product "
+                f"failed. Rows of Q must meet rows of K: Q @ K.T (swapaxes(K, -1, -2) for "
+                f"stacked heads).")
 
     def variant(*values):
         Q, K = values[0], values[1]

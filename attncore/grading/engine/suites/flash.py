@@ -9,7 +9,7 @@ import attncore
 from attncore.flash import empty_state, merge, tile_state
 
 from ..probe import Case, FunctionSpec, Misconception
-from .common import UNSTABLE, arrays, scale_misconception
+from .common import UNSTABLE, arrays, keys_not_transposed, scale_misconception
 
 ASSIGNMENT = "05-flash"
 FORBIDDEN = ("flash_attention", "attention", "attention_weights", "attention_scores", "softmax",
@@ -90,8 +90,9 @@ def _alpha(m, m_new, exp=np.exp, inverted=None):
 
 
 def _stats_with(rescale=True, tile_max=False, m0=-np.inf, drop_last=False, naive=False,
-                exp=np.exp, inverted=None):
-    """A learner's one-pass (m, l) with one of the catalogued mistakes."""
+                exp=np.exp, inverted=None, last_max=False):
+    """A learner's one-pass (m, l) with one of the catalogued mistakes; last_max: m is the
+    maximum of the last tile only (overwritten, not a running maximum)."""
     def run(x, block_size):
         rows = x.shape[0]
         m, l = np.full(rows, m0), np.zeros(rows)
@@ -105,7 +106,7 @@ def _stats_with(rescale=True, tile_max=False, m0=-np.inf, drop_last=False, naive
             else:
                 alpha = _alpha(m, m_new, exp, inverted) if rescale else 1.0
                 l = alpha * l + exp(t - m_new[:, None]).sum(axis=1)
-            m = m_new
+            m = t.max(axis=1) if last_max else m_new
         if naive:
             l = l / np.exp(m)
         return m.astype(x.dtype), l.astype(x.dtype)
@@ -152,13 +153,22 @@ STATS_CASES = {
 
 STATS_MISCONCEPTIONS = [
     Misconception(NO_RESCALE, NO_RESCALE_FIX,
-                  variants=(_stats_with(rescale=False), _stats_with(tile_max=True)),
+                  variants=(_stats_with(rescale=False), _stats_with(tile_max=True),
+                            _stats_with(tile_max=True, last_max=True),
+                            _stats_with(rescale=False, last_max=True)),
                   detail=["Your l adds the new tile's exp(s - m_new) to an old l that is still "
                           "relative to the old maximum; the largest score comes in a later tile "
                           "here, so the old part is too big.",
                           "Your l adds up each tile's exp(s - tile maximum) without bringing "
                           "them to one common maximum: tiles with a small maximum are counted "
-                          "too heavily."]),
+                          "too heavily.",
+                          "Your l adds up each tile's exp(s - tile maximum) without bringing "
+                          "them to one common maximum, and your m is the maximum of the LAST "
+                          "tile only (overwritten each tile) instead of the running maximum "
+                          "m = max(m_old, tile maximum).",
+                          "Your m is the maximum of the LAST tile only (overwritten each tile), "
+                          "and your l adds each new tile to an old l that was never rescaled "
+                          "by exp(m_old - m_new)."]),
     Misconception(ALPHA_INVERTED, ALPHA_INVERTED_FIX,
                   variants=(_stats_with(inverted="raw"), _stats_with(inverted="guarded")),
                   detail=ALPHA_INVERTED_DETAIL),
@@ -381,6 +391,7 @@ FLASH_MISCONCEPTIONS = [
                          "acc / l is inf / inf or 0 / 0.",
                   detect=exp_out_of_range_detect),
     scale_misconception(lambda c: _flash_with(scale=c)),
+    keys_not_transposed(),
 ]
 
 

@@ -7,8 +7,9 @@ import numpy as np
 import attncore
 
 from ..probe import Case, FunctionSpec, Misconception, same
-from .common import DRAWN, SCALE_FIX, arrays, integers, queries_for, rows_of_different_scales, \
-    scale_misconception, softmax_misconceptions
+from .common import DRAWN, NO_SOFTMAX, NO_SOFTMAX_FIX, SCALE_AFTER_SOFTMAX, \
+    SCALE_AFTER_SOFTMAX_FIX, SCALE_FIX, arrays, integers, keys_not_transposed, queries_for, \
+    rows_of_different_scales, scale_misconception, softmax_misconceptions
 
 ASSIGNMENT = "04-heads"
 FORBIDDEN = ("attention_scores", "attention_weights", "attention", "grouped_query_attention",
@@ -163,6 +164,15 @@ def _gqa_with(index=attncore.kv_head_map, softmax_fn=attncore.softmax,
     return run
 
 
+def _gqa_scale_after_softmax(scaled):
+    """softmax of the (scaled or raw) scores, the output divided by sqrt(d) afterwards."""
+    def run(Q, K, V):
+        d = Q.shape[-1]
+        return (_gqa_with(factor=lambda d: 1 / np.sqrt(d) if scaled else 1.0)(Q, K, V)
+                / np.sqrt(d)).astype(Q.dtype)
+    return run
+
+
 def _gqa_weights_transposed_in_output(Q, K, V):
     """A^T V in every head: runs where T_q = T_k, raises numpy's matmul error elsewhere."""
     kv = attncore.kv_head_map(Q.shape[0], K.shape[0])
@@ -241,6 +251,15 @@ GQA_MISCONCEPTIONS = [
         "heads share one kv head).",
         detect=_mapping_detect(None)),
     Misconception(GROUP_INVERTED, GROUP_INVERTED_FIX, on_error=_group_inverted_error),
+    keys_not_transposed(),
+    Misconception(NO_SOFTMAX, NO_SOFTMAX_FIX, variants=(
+        _gqa_with(softmax_fn=lambda S: S), _gqa_with(softmax_fn=lambda S: S, factor=lambda d: 1.0)),
+        detail="Your output is each head's scores times its values: no softmax turned the "
+               "scores into weights first."),
+    Misconception(SCALE_AFTER_SOFTMAX, SCALE_AFTER_SOFTMAX_FIX,
+                  variants=(_gqa_scale_after_softmax(False), _gqa_scale_after_softmax(True)),
+                  detail="Your output is softmax(scores) @ V divided by sqrt(d) afterwards: "
+                         "the weights of each row sum to 1/sqrt(d), not 1."),
     Misconception("weights transposed in the output (A^T V)",
                   "in every head, output row i is sum_j A[i, j] v_j, that is A @ V with A of shape "
                   "(T_q, T_k); A.T @ V (or swapaxes(A, -1, -2) @ V) mixes the values with a column "

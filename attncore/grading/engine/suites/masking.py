@@ -39,6 +39,7 @@ NEGATIVE_SLICE = "negative slice index wraps around"
 PADDING_OFF_BY_ONE = "padding boundary off by one"
 WINDOW_NOT_CAUSAL = "window not causal (future keys allowed)"
 WINDOW_WIDTH = "window one key too wide or too narrow"
+WINDOW_FORWARD = "window looks forward (transposed: keys after the query)"
 UNBROADCAST_INDEX = "mask used as an index without broadcasting it"
 TRIU = "upper instead of lower triangle (triu instead of tril)"
 PADDING_SIDE = "padding on the wrong side"
@@ -344,6 +345,13 @@ WINDOW_WIDTH_VARIANTS = (
 )
 
 
+WINDOW_FORWARD_VARIANTS = (  # the window (and its off-by-ones) over keys i, ..., i + window - 1
+    _on_grid(lambda i, j, window: (j >= i) & (j < i + window)),
+    _on_grid(lambda i, j, window: (j >= i) & (j <= i + window)),
+    _on_grid(lambda i, j, window: (j > i) & (j <= i + window)),
+)
+
+
 def _window_width_detail(args, i):
     window = args["window"]
     return [f"Your window holds window + 1 = {window + 1} keys (i - window <= j <= i): one too "
@@ -384,6 +392,14 @@ WINDOW_MISCONCEPTIONS = [
                   variants=WINDOW_NOT_CAUSAL_VARIANTS,
                   detail="Your window also lets query i see keys AFTER it (j > i): a sliding "
                          "window is causal, query i sees only keys i - window < j <= i."),
+    Misconception(WINDOW_FORWARD, "row i is the query, column j the key: query i sees the "
+                                  "`window` keys that END at it, i - window < j <= i, that is "
+                                  "(j <= i) & (j > i - window). Yours is the transpose: rows "
+                                  "and columns (or i and j, or the signs) are swapped.",
+                  variants=WINDOW_FORWARD_VARIANTS,
+                  detail="Your mask lets query i see keys i, i + 1, ... (the future) and "
+                         "hides the keys before it: it is the transpose of the sliding window, "
+                         "which looks BACK over the most recent keys."),
     Misconception(OFF_BY_ONE, "the upper bound is j <= i (the query sees itself), not j < i.",
                   variants=WINDOW_OFF_BY_ONE_VARIANTS,
                   detail="Your mask hides the diagonal: query i does not see key i, its own "

@@ -7,6 +7,7 @@ Every case puts a sentence without padding first: the detectors read the learner
 weights there (scale, softmax axis), and in the padded sentences after it (the mask).
 """
 from dataclasses import replace
+from itertools import permutations
 
 import numpy as np
 
@@ -86,6 +87,11 @@ def _heads_first_detail(b, t, h, d):
             f"(B, H, T, d) = {(b, h, t, d)}.")
 
 
+# Orders of the axes (B, H, T, d) other than the right one and the two named above
+# ((B, T, H, d): a reshape without the transpose; (H, B, T, d): heads in front of the batch).
+_OTHER_ORDERS = [p for p in permutations(range(4))
+                 if p not in ((0, 1, 2, 3), (0, 2, 1, 3), (1, 0, 2, 3))]
+
 SPLIT_MISCONCEPTIONS = [
     Misconception(
         RESHAPE, RESHAPE_FIX,
@@ -108,6 +114,20 @@ SPLIT_MISCONCEPTIONS = [
         "np.stack(np.split(x, H, axis=-1), axis=1) also works (axis=0 puts the heads first).",
         variants=(lambda x, n_heads: bert.split_heads(x, n_heads).transpose(1, 0, 2, 3),),
         detail=lambda args, i: _heads_first_detail(*_sizes(args["x"], args["n_heads"]))),
+    Misconception(
+        "head axes in the wrong order",
+        "the result is (B, H, T, d): batch, head, token, feature. Each head's (T, d) block is "
+        "a Q, K or V matrix with one ROW per token, so q @ k^T gives (T, T) scores. Cut the "
+        "last axis with reshape(B, T, H, d), then transpose(0, 2, 1, 3): no other order.",
+        variants=tuple(
+            (lambda x, n_heads, p=p: bert.split_heads(x, n_heads).transpose(p))
+            for p in _OTHER_ORDERS),
+        detail=lambda args, i: (
+            f"Your result is split_heads(x) with its axes in the order "
+            f"({', '.join('BHTd'[a] for a in _OTHER_ORDERS[i])}), shape "
+            f"{tuple(_sizes(args['x'], args['n_heads'])[[0, 2, 1, 3][a]] for a in _OTHER_ORDERS[i])}"
+            f"; the order is (B, H, T, d) = "
+            f"{tuple(_sizes(args['x'], args['n_heads'])[a] for a in (0, 2, 1, 3))}.")),
 ]
 
 
@@ -355,7 +375,29 @@ def _pad_rows_detect(args, got, expected):
     return None
 
 
+def _mask_without_key_axis(arguments, error_type, error_message):
+    """A (B, T) attention_mask broadcast against (B, H, T, T) scores as it is: an error."""
+    mask = arguments.get("attention_mask")
+    if error_type != "ValueError" or mask is None or np.ndim(mask) != 2:
+        return None
+    shape = "(" + ", ".join(map(str, np.shape(mask))) + ")"
+    if "broadcast" not in error_message or shape.replace(" ", "") not in error_message.replace(
+            " ", ""):
+        return None
+    b, t = np.shape(mask)
+    return (f"attention_mask has shape (B, T) = {(b, t)}, one flag per token; the scores have "
+            f"shape (B, H, T, T) = ({b}, H, {t}, {t}). NumPy lines up the LAST axes, so the "
+            f"mask's batch axis meets the queries' axis and the broadcast fails (or, when "
+            f"B = T, mixes sentences up).")
+
+
 LAYER_MISCONCEPTIONS = [
+    Misconception(
+        "padding mask without its key axis",
+        "give the mask an axis for the heads and one for the queries, so that its token axis "
+        "meets the KEYS: keep = attention_mask[:, None, None, :] == 1, of shape (B, 1, 1, T), "
+        "which broadcasts against the (B, H, T, T) scores.",
+        on_error=_mask_without_key_axis),
     Misconception(RESHAPE, RESHAPE_FIX,
                   variants=(_unsplit(True, True), _unsplit(True, False), _unsplit(False, True)),
                   detail=["Your result matches q, k and v split with reshape(B, H, T, d) and the "
