@@ -6,6 +6,7 @@ nbgrader's default pipeline with Execute replaced by the out-of-process grader.
 """
 import html
 import json
+import os
 import re
 
 import nbformat
@@ -152,7 +153,10 @@ def test_student_data_stays_under_the_work_folder(tmp_path):
     config = course_config(tmp_path)
     work = str(tmp_path / ".nbgrader")
     assert config.ExportPlugin.to.startswith(work)
-    assert config.ZipCollectApp.downloaded_directory.startswith(work)
+    # nbgrader joins the root to the downloads folder itself (an absolute one got it twice)
+    downloaded = config.ZipCollectApp.downloaded_directory
+    assert not os.path.isabs(downloaded)
+    assert os.path.join(str(tmp_path), downloaded).startswith(work)
     assert config.CourseDirectory.db_url.endswith(".nbgrader/gradebook.db")
 
 

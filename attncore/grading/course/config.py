@@ -14,8 +14,11 @@ from traitlets.config import Config
 from .layout import RELEASE, SOURCE, WORK
 
 COURSE_ID = "attention-matrix"
-# A learner's file in an LMS download is "<student id>_<assignment>.ipynb".
-ZIP_FILE_NAME = r"(?P<student_id>[^_]+)_(?P<file_id>.+)"
+# A learner's file in an LMS download is "<student id>_<assignment>.ipynb" (the student id
+# has no underscore). nbgrader's FileNameCollectorPlugin matches this from the start of the
+# file's whole path (the extracted folder, the zip's own folder, then the name), so the
+# pattern skips every folder and reads the ids from the file name alone.
+ZIP_FILE_NAME = r"(?:.*[/\\])?(?P<student_id>[^_/\\]+)_(?P<file_id>[^/\\]+)$"
 
 
 TEMPLATES = Path(__file__).parent / "templates"
@@ -60,7 +63,8 @@ def course_config(root):
         setattr(c.CourseDirectory, f"{step}_directory", f"{WORK}/{step}")
     c.CourseDirectory.db_url = f"sqlite:///{os.path.join(work, 'gradebook.db')}"
     c.ExportPlugin.to = os.path.join(work, "grades.csv")
-    c.ZipCollectApp.downloaded_directory = os.path.join(work, "downloaded")
+    # nbgrader joins the course root to this itself: an absolute path would get it twice.
+    c.ZipCollectApp.downloaded_directory = f"{WORK}/downloaded"
     c.FileNameCollectorPlugin.named_regexp = ZIP_FILE_NAME
     c.HTMLExporter.template_name = "attncore_feedback"
     c.HTMLExporter.extra_template_basedirs = [str(TEMPLATES), _nbgrader_templates()]
