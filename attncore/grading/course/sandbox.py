@@ -61,8 +61,11 @@ def available():
     if binary is None:
         return ("the `bwrap` command is missing (install the package `bubblewrap`: "
                 "apt-get install bubblewrap, dnf install bubblewrap)")
-    trial = subprocess.run(command(["-c", "pass"]), capture_output=True, text=True,
-                           stdin=subprocess.DEVNULL, timeout=60)
+    try:
+        trial = subprocess.run(command(["-c", "pass"]), capture_output=True, text=True,
+                               stdin=subprocess.DEVNULL, timeout=60)
+    except (OSError, subprocess.TimeoutExpired) as error:
+        return f"`{binary}` could not be run ({error})"
     if trial.returncode != 0:
         return (f"`bwrap` could not start a sandbox (exit {trial.returncode}: "
                 f"{trial.stderr.strip()[:300]}); unprivileged user namespaces may be off")
