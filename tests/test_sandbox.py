@@ -582,6 +582,19 @@ def test_the_feedback_says_it_was_sandboxed_and_gives_the_seed(tmp_path):
                for o in outputs), outputs[0]
 
 
+def test_without_a_sandbox_autograde_refuses_unless_told_and_then_says_so(tmp_path, monkeypatch):
+    monkeypatch.setenv("ATTNCORE_BWRAP", str(tmp_path / "no-bwrap-here"))
+    course = Course(tmp_path, [ASSIGNMENT])
+    course.generate(ASSIGNMENT)
+    course.submit(ASSIGNMENT, "student", submission(ASSIGNMENT))
+    with pytest.raises(RuntimeError, match="cannot grade in a sandbox"):
+        course.autograde(ASSIGNMENT)
+    course.autograde(ASSIGNMENT, "--GradeOutOfProcess.sandbox=none")
+    grades = [g for g in course.grades(ASSIGNMENT, "student") if not g.manual]
+    assert all(g.score == g.max_score for g in grades)
+    assert all("not sandboxed" in g.output for g in grades), grades[0].output
+
+
 # ---------------------------------------------------------------- the self-check side
 
 SELF_CHECKED = ("rewrite the installed package", "the library through a default argument",
