@@ -15,6 +15,7 @@ import pytest
 from attncore.grading.course.config import course_config
 from attncore.grading.course.layout import parse_grade_id
 from attncore.grading.engine import ASSIGNMENTS, SPECS
+from attncore.grading.engine.probe import VISIBLE_SUITES
 
 from .gradekit import (
     ROOT, Course, auto_points, points_by_function, release_notebook, source_notebook, submission,
@@ -111,7 +112,16 @@ def test_reference_scores_full_marks(course, assignment):
     assert not failed
     got, total = auto_points(grades)
     assert got == total > 0
-    assert all(g.output.startswith("passed") for g in grades if not g.manual)
+    for g in grades:  # one line that says how many cases passed, visible or hidden
+        if not g.manual:
+            function, suite = parse_grade_id(g.grade_id)
+            n, kind = len(SPECS[function].suites[suite]), kinds(suite)
+            assert g.output.splitlines()[0] == (
+                f"passed: {n} {kind} case{'s' if n != 1 else ''} (suite {suite})")
+
+
+def kinds(suite):
+    return "visible" if suite in VISIBLE_SUITES else "hidden"
 
 
 @pipeline

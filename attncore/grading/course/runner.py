@@ -47,15 +47,28 @@ class CellVerdict:
     message: str
     notes: tuple = ()
     how: str = ""  # how it was graded: sandboxed or not, the seed of the hidden cases
+    cases: int = 0  # how many cases the suite that was run holds (0: not known)
+    suite: str = ""  # the suite that was run
 
     def text(self, how=True):
         """What the learner reads in the cell's output (at most MAX_TEXT characters); how:
         end with how it was graded."""
-        head = "passed" if self.passed else self.message
+        head = self.passed_line() if self.passed else self.message
         lines = [head, *(f"Note: {note}" for note in self.notes),
                  *([f"({self.how})"] if how and self.how else [])]
         text = "\n".join(lines)
         return text if len(text) <= MAX_TEXT else text[:MAX_TEXT - 40] + "\n... (feedback cut short)"
+
+    def passed_line(self):
+        """One line: "passed: 5 hidden cases (suite extreme)", or "passed" when the suite is
+        not known."""
+        if not self.cases:
+            return "passed"
+        from ..engine.probe import VISIBLE_SUITES
+
+        kind = "visible" if self.suite in VISIBLE_SUITES else "hidden"
+        return (f"passed: {self.cases} {kind} case{'s' if self.cases != 1 else ''} "
+                f"(suite {self.suite})")
 
 
 class WorkerStopped(Exception):
@@ -166,7 +179,8 @@ class Session:
         notes = verdict.notes
         if function in self.load_problems:
             notes = (f"while loading, your cell {self.load_problems[function]}", *notes)
-        return CellVerdict(verdict.passed, verdict.message, notes, self.how)
+        return CellVerdict(verdict.passed, verdict.message, notes, self.how,
+                           cases=len(spec.suites[suite]), suite=suite)
 
     def _not_defined(self, function, what):
         problem = self.load_problems.get(function)
