@@ -579,3 +579,34 @@ def flash_attention(Q, K, V, block_size):
     return acc / l[:, None]
 '''),
 ]
+
+WRONG += [
+    # a (block_size, T_k) slab of scores materialised: tiles of queries, every key at once
+    # (issue 21: it was called "the full (T_q, T_k) matrix")
+    Wrong("flash_attention", "a (block_size, T_k) slab of scores materialised", '''
+def flash_attention(Q, K, V, block_size):
+    out = np.empty((Q.shape[0], V.shape[1]))
+    for q0 in range(0, Q.shape[0], block_size):
+        s = Q[q0:q0 + block_size] @ K.T          # (block_size, T_k): one tile of queries
+        s *= 1 / np.sqrt(Q.shape[1])
+        s -= s.max(axis=1, keepdims=True)
+        np.exp(s, out=s)
+        out[q0:q0 + block_size] = (s @ V) / s.sum(axis=1, keepdims=True)
+    return out
+'''),
+    Wrong("flash_attention", "a (block_size, T_k) slab of scores materialised", '''
+def flash_attention(Q, K, V, block_size):
+    T_q, d = Q.shape
+    out = np.zeros((T_q, V.shape[1]))
+    slab = np.empty((block_size, K.shape[0]))
+    for q0 in range(0, T_q, block_size):
+        rows = min(block_size, T_q - q0)
+        np.matmul(Q[q0:q0 + rows], K.T, out=slab[:rows])
+        slab[:rows] /= np.sqrt(d)
+        m = slab[:rows].max(axis=1)
+        np.exp(slab[:rows] - m[:, None], out=slab[:rows])
+        l = slab[:rows].sum(axis=1)
+        out[q0:q0 + rows] = slab[:rows] @ V / l[:, None]
+    return out
+'''),
+]

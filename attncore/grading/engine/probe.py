@@ -131,6 +131,9 @@ class FunctionSpec:
     keep_dtype: bool = False  # float32 in, float32 out
     forbidden: tuple = ()  # attncore functions the learner is asked to write, not call
     rtol: float | None = None
+    # (arguments, peak_bytes, allowed) -> (headline, detail, fix): what a peak above the
+    # allowed bytes held, from the sizes of the arrays the input implies; None: MATERIALISED
+    memory: Callable | None = None
 
 
 def tolerances(expected, rtol=None):
@@ -314,6 +317,9 @@ def _diagnose(spec, case, pristine, outcome, expected):
                     "leave the grader's modules in that process alone (your own calls of "
                     "tracemalloc are fine: they cannot change what the grader measures).")
         if outcome.peak_bytes > allowed:
+            held = spec.memory(pristine, outcome.peak_bytes, allowed) if spec.memory else None
+            if held is not None:
+                return held
             return (MATERIALISED,
                     f"Your function allocated {outcome.peak_bytes / 1e6:.2f} MB at its peak; "
                     f"a tiled version needs at most {allowed / 1e6:.2f} MB here.",

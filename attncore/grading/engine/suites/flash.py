@@ -8,7 +8,7 @@ import numpy as np
 import attncore
 from attncore.flash import empty_state, merge, tile_state
 
-from ..probe import Case, FunctionSpec, Misconception
+from ..probe import MATERIALISED, MATERIALISED_FIX, Case, FunctionSpec, Misconception
 from .common import UNSTABLE, arrays, keys_not_transposed, scale_misconception
 
 ASSIGNMENT = "05-flash"
@@ -278,6 +278,34 @@ def allowed_bytes(args):
     return max(args["Q"].shape[0] * args["K"].shape[0] * 8 * 3 // 4, 256 * 1024)
 
 
+SLAB = "a (block_size, T_k) slab of scores materialised"
+SLAB_FIX = ("tile the keys too: for each tile of queries, loop over key tiles "
+            "K[k0:k0 + block_size], keep m, l and acc per query row, and hold only one "
+            "(block_size, block_size) tile of scores at a time.")
+
+
+def what_was_held(args, peak, allowed):
+    """Name what a peak above the budget held, from the sizes of the score arrays. Below the
+    full (T_q, T_k) matrix in float64 it was a slab: all T_k scores of a tile of queries. At
+    or above it, the full matrix, or a slab with its exponentials (or two slabs), which is
+    as large in the memory case: the peak alone cannot tell those apart, and the feedback
+    says so."""
+    t_q, t_k, block = args["Q"].shape[0], args["K"].shape[0], args["block_size"]
+    full, slab, tile = t_q * t_k * 8, min(block, t_q) * t_k * 8, block * block * 8
+    said = (f"Your function allocated {peak / 1e6:.2f} MB at its peak; a tiled version needs at "
+            f"most {allowed / 1e6:.2f} MB here. For this input the full (T_q, T_k) = "
+            f"({t_q}, {t_k}) score matrix takes {full / 1e6:.2f} MB, a ({min(block, t_q)}, "
+            f"{t_k}) slab of it (one tile of queries against every key) {slab / 1e6:.2f} MB, "
+            f"and one ({block}, {block}) tile {tile / 1e3:.0f} kB.")
+    if peak < full:
+        return (SLAB, f"{said} Your peak is below the full matrix: what you held is a slab of "
+                      f"scores, all T_k keys for a tile of queries at once.", SLAB_FIX)
+    return (f"{MATERIALISED}, or {SLAB} with its exponentials",
+            f"{said} Your peak is at least the full matrix: you held it, or a slab together "
+            f"with its exponentials or with the next slab (as large here); the peak cannot tell "
+            f"which.", MATERIALISED_FIX)
+
+
 FLASH_CASES = {
     "basic": [
         flash_case("three key tiles of 2, the largest score of every row in the last tile",
@@ -489,8 +517,9 @@ SPECS = [
         name="flash_attention",
         reference=flash_reference,
         suites=FLASH_CASES,
-        misconceptions=FLASH_MISCONCEPTIONS,
+        misconceptions=FLASH_MISCONCEPTIONS + [Misconception(SLAB, SLAB_FIX)],  # named by memory=
         forbidden=FORBIDDEN,
+        memory=what_was_held,
     ),
     FunctionSpec(
         name="row_from_lse",
