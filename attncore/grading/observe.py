@@ -194,36 +194,36 @@ def _reached_only_by(names):
     """The names of the functions in names, and of the attncore functions they call
     (directly or not) that no other public attncore function calls."""
     library = library_functions()
-    key_of = {}
+    key_of = {library[name][0]: name for name in names}  # a refusal says the name forbidden
     for key, (function, _) in library.items():
         key_of.setdefault(function, key)
     forbidden = {library[name][0] for name in names}
     allowed = {function for key, (function, _) in library.items()
                if not key.rpartition(".")[2].startswith("_") and function not in forbidden}
     reached = (_reach(forbidden) - _reach(allowed, stop=forbidden)) | forbidden
-    return sorted({key_of[function] for function in reached} | set(names))
+    return sorted({key_of[function] for function in reached})
 
 
 def _reach(roots, stop=()):
     """roots and every attncore function their code names, transitively (not through the
     functions in stop)."""
-    library = library_functions()
-    code_of = {function: code for function, code in library.values()}
-    seen, todo = set(), list(roots)
+    code_of = {id(function): code for function, code in library_functions().values()}
+    stopped = {id(function) for function in stop}
+    seen, todo = {}, list(roots)
     while todo:
         function = todo.pop()
-        if function in seen or function in stop:
+        if id(function) in seen or id(function) in stopped:
             continue
-        seen.add(function)
-        names = _names(code_of[function])
+        seen[id(function)] = function
+        names = _names(code_of[id(function)])
         for name in names:
             value = function.__globals__.get(name)
-            targets = [value] if value in code_of else [
-                getattr(value, attribute, None) for attribute in names
-            ] if isinstance(value, types.ModuleType) and value.__name__.startswith("attncore") \
-                else []
-            todo += [target for target in targets if target in code_of]
-    return seen
+            if isinstance(value, types.ModuleType) and value.__name__.startswith("attncore"):
+                todo += [getattr(value, attribute, None) for attribute in names]
+            else:
+                todo.append(value)
+        todo = [target for target in todo if id(target) in code_of]
+    return set(seen.values())
 
 
 def _names(code):
