@@ -322,6 +322,8 @@ class Worker:
             self.close()
             raise WorkerStopped(f"no answer within {time_limit:g} s, so it was stopped") \
                 from None
+        if self.sandboxed and self.pid is not None:
+            sandboxes.end_other_processes(self.pid)
         if not isinstance(reply, dict):
             try:  # the pipe closed because the process ended, or it sent what is no reply
                 self.process.wait(timeout=2)

@@ -5,7 +5,8 @@ read-only system (/usr, the Python installation, its site-packages), one private
 writable tmpfs that is its home and working folder, and nothing else: not the course
 folder, the gradebook, solutions/, other submissions, the grader's files or its /proc.
 It dies with the grader, and every process in it ends when the worker ends (the worker
-is PID 1 of its namespace). Its environment is built here, not inherited.
+is PID 1 of its namespace) and, but the worker, when a cell or a call returns
+(end_other_processes). Its environment is built here, not inherited.
 
 It sees a learner's attncore: the library without the grading engine (no suites, no
 references, no hidden cases), and no library that would do the work (torch, scipy,
@@ -15,10 +16,12 @@ learner code (see worker.HARD_LIMITS): no code inside can raise a hard limit.
 Linux only, with the `bwrap` binary (Debian/Ubuntu package `bubblewrap`) and
 unprivileged user namespaces. available() says why not when it cannot start.
 """
+import contextlib
 import functools
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -113,6 +116,36 @@ def read_child_pid(stream):
         return int(json.loads(stream.read() or "{}")["child-pid"])
     except (ValueError, KeyError, TypeError):
         return None
+
+
+def end_other_processes(pid):
+    """Kill every process in the sandbox whose PID 1 is `pid` (as the grader sees it), but
+    that one: whatever a cell or a call started ends when it returns. Orphans in a PID
+    namespace become children of its PID 1, so its descendants are all of them."""
+    for _ in range(3):  # a process may fork while its siblings are being killed
+        descendants = _descendants(pid)
+        if not descendants:
+            return
+        for child in descendants:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(child, signal.SIGKILL)
+
+
+def _descendants(pid):
+    found, todo = [], [pid]
+    while todo:
+        parent = todo.pop()
+        try:
+            tasks = os.listdir(f"/proc/{parent}/task")
+        except OSError:
+            continue
+        for task in tasks:
+            with contextlib.suppress(OSError):
+                with open(f"/proc/{parent}/task/{task}/children") as children:
+                    todo += [int(child) for child in children.read().split()]
+        if parent != pid:
+            found.append(parent)
+    return found
 
 
 def _python_installation():
