@@ -18,13 +18,15 @@ from attncore.grading.engine import ASSIGNMENTS, SPECS
 from attncore.grading.engine.probe import VISIBLE_SUITES
 
 from .gradekit import (
-    ROOT, Course, auto_points, points_by_function, release_notebook, source_notebook, submission,
+    ROOT, Course, auto_points, points_by_function, reference_sources, release_notebook,
+    source_notebook, submission,
 )
 from .test_tamper import last_wrong
 
 ALL = list(ASSIGNMENTS)
 # Tests that share the module's course fixture run on one xdist worker.
 pipeline = pytest.mark.xdist_group("pipeline")
+CRASHED = ("01-convention", "attention_weights")  # graded with its cell raising at load
 
 
 @pytest.fixture(scope="module")
@@ -38,6 +40,9 @@ def course(tmp_path_factory):
         course.submit(assignment, "untouched", release_notebook(assignment))
         course.submit(assignment, "wrong", submission(assignment, {
             last_wrong(assignment).function: last_wrong(assignment).source}))
+        if assignment == CRASHED[0]:  # a solution cell that raises before its def
+            course.submit(assignment, "crashed", submission(assignment, {
+                CRASHED[1]: "scale = 1 / 0\n" + reference_sources(assignment)[CRASHED[1]]}))
         course.autograde_logs[assignment] = course.autograde(assignment).stderr
         course.generate_feedback(assignment)
     return course
@@ -122,6 +127,50 @@ def test_reference_scores_full_marks(course, assignment):
 
 def kinds(suite):
     return "visible" if suite in VISIBLE_SUITES else "hidden"
+
+
+def feedback_page(course, student, assignment):
+    return (course.root / ".nbgrader" / "feedback" / student / assignment
+            / f"{assignment}.html").read_text()
+
+
+@pipeline
+@pytest.mark.parametrize("assignment", ALL)
+def test_feedback_names_each_test_cell_by_function_and_suite(course, assignment):
+    page = feedback_page(course, "wrong", assignment)
+    assert ">Test cell<" not in page and "Grade cell:" not in page
+    notebook = nbformat.read(source_notebook(assignment), as_version=4)
+    for cell in notebook.cells:
+        meta = cell.metadata.get("nbgrader", {})
+        if meta.get("grade") and not meta.get("solution"):
+            function, suite = parse_grade_id(meta["grade_id"])
+            name = f"<code>{function}</code>, {kinds(suite)} suite <code>{suite}</code>"
+            assert f'<a href="#{meta["grade_id"]}">{name}</a>' in page  # table of contents
+            assert f"Test of {name}</span>" in page  # the cell's own heading
+
+
+@pipeline
+def test_feedback_wraps_long_lines(course):
+    """The feedback of a test cell is a <pre>: it wraps instead of running off the screen."""
+    page = feedback_page(course, "wrong", ALL[0])
+    style = " ".join(re.findall(r"<style[^>]*>(.*?)</style>", page, re.S)[-1].split())
+    assert "div.output_area pre, div.output_subarea pre { white-space: pre-wrap;" in style
+    assert re.search(r'class="output_subarea output_text output_error">\s*<pre>', page)
+    assert "How to fix" in html.unescape(page)
+
+
+@pipeline
+def test_a_cell_that_raised_when_loaded_says_so_in_the_feedback(course):
+    assignment, function = CRASHED
+    page = html.unescape(feedback_page(course, "crashed", assignment))
+    raised = "raised ZeroDivisionError (line 1): division by zero"
+    # under the student's cell itself
+    assert f"When the grader ran this cell, it {raised}.\nThe cell stopped there" in page
+    # and in each of its test cells, which give no points
+    points = points_by_function(course.grades(assignment, "crashed"), assignment)
+    score, _, messages = points[function]
+    assert score == 0 and messages
+    assert all("not defined" in m and f"Its cell {raised}" in m for m in messages), messages
 
 
 @pipeline

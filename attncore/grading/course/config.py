@@ -11,7 +11,7 @@ from pathlib import Path
 
 from traitlets.config import Config
 
-from .layout import RELEASE, SOURCE, WORK
+from .layout import RELEASE, SOURCE, WORK, parse_grade_id
 
 COURSE_ID = "attention-matrix"
 # A learner's file in an LMS download is "<student id>_<assignment>.ipynb" (the student id
@@ -36,6 +36,18 @@ def offline_mathjax(name):
                           "pip install 'attncore[grading]'") from None
     path = files.locate_file(f"sphinx-mathjax-offline/static/mathjax/{name}")
     return Path(path).read_text(encoding="utf-8")
+
+
+def name_test_cell(grade_id):
+    """(function, "visible" or "hidden", suite) of a test cell's grade id, or None: how the
+    feedback page names a test cell."""
+    from ..engine.probe import VISIBLE_SUITES
+
+    parsed = parse_grade_id(grade_id)
+    if parsed is None:
+        return None
+    function, suite = parsed
+    return function, "visible" if suite in VISIBLE_SUITES else "hidden", suite
 
 
 def _nbgrader_templates():
@@ -68,7 +80,9 @@ def course_config(root):
     c.FileNameCollectorPlugin.named_regexp = ZIP_FILE_NAME
     c.HTMLExporter.template_name = "attncore_feedback"
     c.HTMLExporter.extra_template_basedirs = [str(TEMPLATES), _nbgrader_templates()]
-    c.HTMLExporter.filters = {"offline_mathjax": offline_mathjax}
+    # the page, which extends nbgrader's feedback page (index.html.j2) under its own name
+    c.HTMLExporter.template_file = "feedback.html.j2"
+    c.HTMLExporter.filters = {"offline_mathjax": offline_mathjax, "test_cell": name_test_cell}
     c.ClearSolutions.code_stub = {"python": "# YOUR CODE HERE\nraise NotImplementedError()"}
     c.ClearSolutions.text_stub = "YOUR ANSWER HERE"
     default = Autograde.class_traits()["autograde_preprocessors"].default()

@@ -3,6 +3,7 @@ import nbformat
 from nbgrader.preprocessors import NbGraderPreprocessor
 from traitlets import Enum, Float, Integer
 
+from .layout import function_of
 from .runner import TIME_LIMIT, grade_notebook, test_cells
 
 
@@ -33,4 +34,16 @@ class GradeOutOfProcess(NbGraderPreprocessor):
                 if verdict.passed else
                 nbformat.v4.new_output("error", ename="AssertionError", evalue=verdict.text(),
                                        traceback=[verdict.text()])]
+        # A function's own cell that raised (or never finished) when the grader ran it
+        # says so under the cell, where the learner looks for it (the feedback page too).
+        loaded = {function_of(gid): v.load_problem for gid, v in verdicts.items() if v.load_problem}
+        for cell in nb.cells:
+            meta = cell.metadata.get("nbgrader", {})
+            function = meta.get("grade_id")
+            if cell.cell_type == "code" and meta.get("solution") and function in loaded:
+                text = (f"When the grader ran this cell, it {loaded[function]}.\nThe cell "
+                        f"stopped there: what it defines after that point is missing. Restart "
+                        f"the kernel and run all cells to see the whole error.")
+                cell.outputs = [nbformat.v4.new_output("error", ename="CellError", evalue=text,
+                                                       traceback=[text])]
         return nb, resources

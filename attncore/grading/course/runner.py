@@ -49,6 +49,7 @@ class CellVerdict:
     how: str = ""  # how it was graded: sandboxed or not, the seed of the hidden cases
     cases: int = 0  # how many cases the suite that was run holds (0: not known)
     suite: str = ""  # the suite that was run
+    load_problem: str = ""  # what the function's own cell did when loaded ("raised ...")
 
     def text(self, how=True):
         """What the learner reads in the cell's output (at most MAX_TEXT characters); how:
@@ -175,12 +176,14 @@ class Session:
                                        "the exercise asks), not an object of your own."),
                 how=self.how)
         if missing:
-            return CellVerdict(False, self._not_defined(function, missing[0]), how=self.how)
+            return CellVerdict(False, self._not_defined(function, missing[0]), how=self.how,
+                               load_problem=self.load_problems.get(function, ""))
         notes = verdict.notes
         if function in self.load_problems:
             notes = (f"while loading, your cell {self.load_problems[function]}", *notes)
         return CellVerdict(verdict.passed, verdict.message, notes, self.how,
-                           cases=len(spec.suites[suite]), suite=suite)
+                           cases=len(spec.suites[suite]), suite=suite,
+                           load_problem=self.load_problems.get(function, ""))
 
     def _not_defined(self, function, what):
         problem = self.load_problems.get(function)
