@@ -86,7 +86,7 @@ seen["attncore"] = attncore.__file__
 
 
 def test_nothing_inside_can_be_written_outside_its_folder_or_limits_raised():
-    seen = ask("""
+    seen = ask(f"TMP_BYTES = {sandbox.TMP_BYTES}\n" + """
 import os, resource
 seen = {}
 for path in ("/proc/self/clear_refs", "/sandbox/lib/attncore/__init__.py", "/usr/x", "/etc/x"):
@@ -105,6 +105,12 @@ for name in ("RLIMIT_AS", "RLIMIT_NPROC", "RLIMIT_FSIZE", "RLIMIT_CPU"):
         seen[name] = resource.getrlimit(kind)
 with open("mine.txt", "w") as f:
     seen["home"] = f.write("a learner's scratch file")
+try:
+    with open("/tmp/big", "wb") as f:
+        f.write(b"x" * (TMP_BYTES + (1 << 20)))
+    seen["tmp"] = "written"
+except OSError as error:
+    seen["tmp"] = error.errno
 import socket
 try:
     socket.create_connection(("127.0.0.1", 22), timeout=2)
@@ -116,7 +122,7 @@ except OSError as error:
                "/sandbox/lib/attncore/__init__.py", "/usr/x", "/etc/x")), seen
     assert all(isinstance(seen[name], list) and seen[name][0] == seen[name][1]
                for name in ("RLIMIT_AS", "RLIMIT_NPROC", "RLIMIT_FSIZE", "RLIMIT_CPU")), seen
-    assert seen["home"] > 0 and seen["network"] != "connected"
+    assert seen["home"] > 0 and seen["network"] != "connected" and seen["tmp"] == 28  # ENOSPC
 
 
 def test_memory_is_measured_from_outside_and_inputs_read_back_from_the_arena():

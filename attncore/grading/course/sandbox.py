@@ -37,6 +37,7 @@ UID = 65534  # the sandbox's own user inside its user namespace ("nobody")
 LIBRARY = "/sandbox/lib"  # the learner's attncore
 SITE = "/sandbox/site"  # the grader's site-packages, numbered, read-only
 SCRATCH_BYTES = 512 << 20  # size of the private tmpfs
+TMP_BYTES = 64 << 20  # size of its /tmp (both live in memory)
 SYSTEM = ("/usr", "/lib", "/lib64", "/lib32", "/bin", "/sbin")
 SYSTEM_FILES = ("/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d", "/etc/localtime",
                 "/etc/fonts", "/etc/alternatives")
@@ -97,7 +98,7 @@ def command(arguments, info_fd=None):
         options += ["--ro-bind", path, path]
     options += ["--proc", "/proc", "--remount-ro", "/proc", "--dev", "/dev",
                 "--size", str(SCRATCH_BYTES), "--perms", "0700", "--tmpfs", HOME,
-                "--tmpfs", "/tmp", "--chdir", HOME]
+                "--size", str(TMP_BYTES), "--tmpfs", "/tmp", "--chdir", HOME]
     options += _learner_library()
     sites = _site_packages()
     for index, site in enumerate(sites):
