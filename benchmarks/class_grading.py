@@ -15,6 +15,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from attncore.bench import machine
 from tests.gradekit import Course, submission
 from tests.wrong.masking import WRONG
 
@@ -45,6 +46,8 @@ def main(argv=None):
     parser.add_argument("--students", type=int, default=60)
     parser.add_argument("--rounds", type=int, default=3)
     args = parser.parse_args(argv)
+    print(f"{machine.cpu_model()}, {machine.cores()} cores; {args.students} submissions of "
+          f"{ASSIGNMENT}", flush=True)
     with tempfile.TemporaryDirectory() as folder:
         course = course_of(Path(folder), args.students)
         timed_autograde(course, "bubblewrap")  # creates every student's records: not timed
