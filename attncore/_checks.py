@@ -9,15 +9,28 @@ call once and resolves it into a Prepared. Beside it live the facts they share, 
 stated once: the causal offset (causal_offset, also behind masks.causal) and its
 predicate, the -inf guard (finite_or_zero), the kv-head divisibility (kv_groups), the
 compute dtype and the score product with its overflow error (scores).
+
+Type names used across attncore: FloatArray (a floating ndarray), BoolArray (a boolean
+mask), Alignment (the two readings of a rectangular causal mask) and Causal (what a
+causal= argument takes).
 """
+from __future__ import annotations
+
 import math
 import numbers
-from typing import NamedTuple, Optional
+from typing import Literal, NamedTuple, Union
 
 import numpy as np
+from numpy.typing import ArrayLike, DTypeLike, NDArray
+
+FloatArray = NDArray[np.floating]
+BoolArray = NDArray[np.bool_]
+Alignment = Literal["top_left", "bottom_right"]
+Causal = Union[bool, Alignment]  # False, True (square only), or an alignment
 
 
-def as_float_array(name, x, *, allow_neg_inf=False, check_finite=True):
+def as_float_array(name: str, x: ArrayLike, *, allow_neg_inf: bool = False,
+                   check_finite: bool = True) -> FloatArray:
     """Return x as a floating ndarray; reject integers, NaN and +-inf.
 
     With allow_neg_inf, -inf entries pass: they are how additive masks
@@ -44,13 +57,13 @@ def as_float_array(name, x, *, allow_neg_inf=False, check_finite=True):
     return x
 
 
-def require_ndim(name, x, ndim, layout):
+def require_ndim(name: str, x: np.ndarray, ndim: int, layout: str) -> None:
     """Require at least ndim dimensions, described by layout, e.g. '(..., T_q, d_k)'."""
     if x.ndim < ndim:
         raise ValueError(f"{name} must have shape {layout}, got shape {x.shape}")
 
 
-def as_mask(mask, target_shape, *, name="mask"):
+def as_mask(mask: ArrayLike, target_shape: tuple[int, ...], *, name: str = "mask") -> BoolArray:
     """Return a boolean mask broadcast to target_shape (True = may attend)."""
     mask = np.asarray(mask)
     if mask.dtype != np.bool_:
@@ -68,7 +81,7 @@ def as_mask(mask, target_shape, *, name="mask"):
         ) from None
 
 
-def positive_int(name, value, *, minimum=1):
+def positive_int(name: str, value: int, *, minimum: int = 1) -> int:
     """Return value as an int, requiring an integer >= minimum."""
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
         raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
@@ -77,7 +90,7 @@ def positive_int(name, value, *, minimum=1):
     return int(value)
 
 
-def resolve_scale(scale, d_k):
+def resolve_scale(scale: float | None, d_k: int) -> float:
     """The softmax scale: 1/sqrt(d_k) by default, else a positive finite number."""
     if scale is None:
         return 1.0 / np.sqrt(d_k)
@@ -86,7 +99,7 @@ def resolve_scale(scale, d_k):
     return float(scale)
 
 
-def check_qk(q, k, *, check_finite=True):
+def check_qk(q: ArrayLike, k: ArrayLike, *, check_finite: bool = True) -> tuple[FloatArray, FloatArray]:
     """Validate q (..., T_q, d_k) and k (..., T_k, d_k); return them as float arrays."""
     q = as_float_array("q", q, check_finite=check_finite)
     k = as_float_array("k", k, check_finite=check_finite)
@@ -102,7 +115,8 @@ def check_qk(q, k, *, check_finite=True):
     return q, k
 
 
-def check_qkv(q, k, v, *, check_finite=True):
+def check_qkv(q: ArrayLike, k: ArrayLike, v: ArrayLike, *,
+              check_finite: bool = True) -> tuple[FloatArray, FloatArray, FloatArray]:
     """Validate q (..., T_q, d_k), k (..., T_k, d_k), v (..., T_k, d_v).
 
     Returns the three arrays; leading dimensions are checked by leading_shape.
@@ -118,7 +132,7 @@ def check_qkv(q, k, v, *, check_finite=True):
     return q, k, v
 
 
-def leading_shape(**arrays):
+def leading_shape(**arrays: np.ndarray) -> tuple[int, ...]:
     """Broadcast the leading (batch, head) dimensions of arrays shaped (..., T, d)."""
     try:
         return np.broadcast_shapes(*(a.shape[:-2] for a in arrays.values()))
@@ -134,7 +148,8 @@ def leading_shape(**arrays):
 ALIGNMENTS = ("top_left", "bottom_right")
 
 
-def causal_offset(causal, t_q, t_k, *, name="causal", what=None):
+def causal_offset(causal: Causal, t_q: int, t_k: int, *, name: str = "causal",
+                  what: str | None = None) -> int | None:
     """The one causal rule: query i sees key j when j <= i + offset; None when not causal.
 
     causal: False (None), True (square only: offset 0), "top_left" (offset 0, PyTorch's
@@ -157,19 +172,20 @@ def causal_offset(causal, t_q, t_k, *, name="causal", what=None):
     return t_k - t_q if causal == "bottom_right" else 0
 
 
-def causal_allowed(rows, keys, offset):
+def causal_allowed(rows: ArrayLike, keys: ArrayLike, offset: int) -> BoolArray:
     """The causal predicate (len(rows), len(keys)): query rows[i] may see key keys[j] when
     keys[j] <= rows[i] + offset (offset from causal_offset)."""
     return np.asarray(keys)[None, :] <= np.asarray(rows)[:, None] + offset
 
 
-def finite_or_zero(m):
+def finite_or_zero(m: FloatArray) -> FloatArray:
     """The one -inf guard: a row max m with -inf replaced by 0, so exp(s - m) of a row with
     no allowed key is exp(-inf) = 0, not exp(-inf - (-inf)) = NaN."""
     return np.where(np.isneginf(m), 0, m).astype(m.dtype, copy=False)
 
 
-def kv_groups(n_q_heads, n_kv_heads, q_shape=None, k_shape=None):
+def kv_groups(n_q_heads: int, n_kv_heads: int, q_shape: tuple[int, ...] | None = None,
+              k_shape: tuple[int, ...] | None = None) -> int:
     """The one divisibility rule of grouped-query attention: query heads per kv head."""
     if n_q_heads % n_kv_heads != 0:
         got = (f"q has shape {q_shape} (H_q = {n_q_heads}), k has shape {k_shape} (H_kv = {n_kv_heads})"
@@ -178,13 +194,13 @@ def kv_groups(n_q_heads, n_kv_heads, q_shape=None, k_shape=None):
     return n_q_heads // n_kv_heads
 
 
-def compute_dtype(dtype):
+def compute_dtype(dtype: DTypeLike) -> np.dtype:
     """The float type attention is computed in: float16 in float32 (as every fused kernel
     accumulates), the rest as given. Results are cast back to dtype."""
     return np.dtype(np.float32) if dtype == np.float16 else np.dtype(dtype)
 
 
-def value_headroom(v, t_k, work):
+def value_headroom(v: FloatArray, t_k: int, work: DTypeLike) -> float:
     """A power of two u such that the running sums of flash attention, sum_j p_j v_j over up
     to T_k keys with every p_j <= 1 (weights before the division by l), stay finite in work
     for v / u; 1.0 when v is far from that (NaN too: the finite check names it). Dividing by
@@ -198,7 +214,8 @@ def value_headroom(v, t_k, work):
     return 2.0 ** math.ceil(math.log2(ratio))
 
 
-def scores(q, k, scale, allowed=None, *, origin=None, rows=None):
+def scores(q: FloatArray, k: FloatArray, scale: float, allowed: ArrayLike | None = None, *,
+           origin: tuple[int, ...] | None = None, rows: NDArray[np.integer] | None = None) -> FloatArray:
     """S = scale * q k^T (..., T_q, T_k) in the dtype of q and k: the one score product;
     -inf where allowed (boolean, broadcasting to S) is False.
 
@@ -219,7 +236,8 @@ def scores(q, k, scale, allowed=None, *, origin=None, rows=None):
     return s
 
 
-def score_overflow(s, bad, origin=None, rows=None):
+def score_overflow(s: FloatArray, bad: BoolArray, origin: tuple[int, ...] | None = None,
+                   rows: NDArray[np.integer] | None = None) -> ValueError:
     """The ValueError for scores s whose entries `bad` are not finite although q and k are."""
     local = tuple(int(i) for i in np.argwhere(bad)[0])
     index = local if origin is None else (*origin[:-2], origin[-2] + local[-2], origin[-1] + local[-1])
@@ -235,23 +253,25 @@ def score_overflow(s, bad, origin=None, rows=None):
 class Prepared(NamedTuple):
     """A call of attention, checked once and resolved: the private cores trust it."""
 
-    q: np.ndarray  # (..., T_q, d_k), validated, dtype as given
-    k: np.ndarray  # (..., T_k, d_k)
-    v: Optional[np.ndarray]  # (..., T_k, d_v), or None for scores and weights alone
-    batch: tuple  # the broadcast leading (batch, head) dimensions
+    q: FloatArray  # (..., T_q, d_k), validated, dtype as given
+    k: FloatArray  # (..., T_k, d_k)
+    v: FloatArray | None  # (..., T_k, d_v), or None for scores and weights alone
+    batch: tuple[int, ...]  # the broadcast leading (batch, head) dimensions
     t_q: int
     t_k: int
     d_k: int
-    d_v: Optional[int]
+    d_v: int | None
     dtype: np.dtype  # of the results: np.result_type(q, k, v)
     work: np.dtype  # computed in (compute_dtype)
     scale: float  # resolved: 1/sqrt(d_k) by default
-    offset: Optional[int]  # causal: query i sees key j when j <= i + offset; None if not causal
-    mask: Optional[np.ndarray]  # boolean, broadcast to (*batch, T_q, T_k), or None
+    offset: int | None  # causal: query i sees key j when j <= i + offset; None if not causal
+    mask: BoolArray | None  # boolean, broadcast to (*batch, T_q, T_k), or None
     group: int  # query heads per kv head (grouped=True), else 1
 
 
-def prepare_attention(q, k, v=None, *, mask=None, causal=False, scale=None, check_finite=True, grouped=False):
+def prepare_attention(q: ArrayLike, k: ArrayLike, v: ArrayLike | None = None, *, mask: ArrayLike | None = None,
+                      causal: Causal = False, scale: float | None = None, check_finite: bool = True,
+                      grouped: bool = False) -> Prepared:
     """The front door of every attention implementation: validate once, resolve everything.
 
     q (..., T_q, d_k), k (..., T_k, d_k), v (..., T_k, d_v) or None; with grouped, the
@@ -259,6 +279,30 @@ def prepare_attention(q, k, v=None, *, mask=None, causal=False, scale=None, chec
     and the mask broadcasts to (..., H_q, T_q, T_k). check_finite=False leaves NaN and inf
     to the caller (attncore.jit's kernel finds them). Every error names the caller's
     argument (q, k, v, mask, causal, scale). Returns a Prepared.
+
+    Raises
+    ------
+    ValueError
+        If q, k or v is not a floating-point array, holds NaN or inf (unless
+        check_finite=False) or has too few dimensions; if q and k differ in d_k or k and v
+        in T_k; if the leading dimensions do not broadcast; if mask is not boolean or does
+        not broadcast to the scores; if causal=True with T_q != T_k, or causal is not one of
+        False, True, "top_left", "bottom_right"; if scale is not a positive finite number;
+        with grouped, if the kv heads do not divide the query heads.
+
+    Examples
+    --------
+    >>> from attncore import prepare_attention
+    >>> q, k, v = np.ones((2, 3, 4)), np.ones((5, 4)), np.ones((5, 6))
+    >>> p = prepare_attention(q, k, v, causal="bottom_right")
+    >>> p.batch, p.t_q, p.t_k, p.d_k, p.d_v
+    ((2,), 3, 5, 4, 6)
+    >>> float(p.scale), p.offset  # 1 / sqrt(d_k); query i sees key j when j <= i + 2
+    (0.5, 2)
+    >>> prepare_attention(q, k, v, causal=True)
+    Traceback (most recent call last):
+    ...
+    ValueError: causal=True is ambiguous for T_q = 3 != T_k = 5: pass causal='bottom_right' ...
     """
     if v is None:
         q, k = check_qk(q, k, check_finite=check_finite)

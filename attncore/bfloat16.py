@@ -6,17 +6,31 @@ bfloat16 is rounding away its low 16 bits, to nearest with ties to even; that is
 all `round_to_bfloat16` does. Emulating a bfloat16 computation means rounding the
 result of every operation, as hardware does for each elementwise op.
 """
+from __future__ import annotations
+
 import numpy as np
+from numpy.typing import ArrayLike, NDArray
 
 EPS = 2.0**-7  # spacing of bfloat16 numbers just above 1
 MAX = float(np.float32(np.uint32(0x7F7F0000).view(np.float32)))  # largest finite bfloat16
 
 
-def round_to_bfloat16(x):
+def round_to_bfloat16(x: ArrayLike) -> NDArray[np.float32]:
     """Round x (any shape) to the nearest bfloat16, ties to even; returns float32, same shape.
 
     x is first converted to float32 (as a bfloat16 kernel's float32 accumulator would
     be). Values beyond the largest bfloat16 round to +-inf; inf and NaN pass through.
+
+    Raises
+    ------
+    ValueError
+        If x is not a floating-point array.
+
+    Examples
+    --------
+    >>> from attncore.bfloat16 import EPS, round_to_bfloat16
+    >>> round_to_bfloat16(np.array([1.0 + EPS / 2, 1.0 + 3 * EPS / 2, 3.14159])).tolist()  # ties to even
+    [1.0, 1.015625, 3.140625]
     """
     x = np.asarray(x)
     if not np.issubdtype(x.dtype, np.floating):

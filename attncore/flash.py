@@ -12,24 +12,27 @@ from which any row of the weight matrix can be recovered exactly.
 
 Memory: each step holds one (block_q, block_k) tile, never (T_q, T_k).
 """
+from __future__ import annotations
+
 from typing import NamedTuple
 
 import numpy as np
+from numpy.typing import ArrayLike, DTypeLike
 
-from ._checks import (as_float_array, causal_allowed, finite_or_zero, positive_int, prepare_attention, scores,
-                      value_headroom)
+from ._checks import (Causal, FloatArray, Prepared, as_float_array, causal_allowed, finite_or_zero, positive_int,
+                      prepare_attention, scores, value_headroom)
 from ._checks import causal_offset  # noqa: F401 (attncore.flash.causal_offset, as before the front door)
 
 
 class PartialSoftmax(NamedTuple):
     """Online-softmax state of a block of query rows over the keys seen so far."""
 
-    m: np.ndarray  # (rows,)       running max; -inf while no key is seen
-    l: np.ndarray  # (rows,)       running sum of exp(s - m)
-    acc: np.ndarray  # (rows, d_v)  running sum of exp(s - m) v
+    m: FloatArray  # (rows,)       running max; -inf while no key is seen
+    l: FloatArray  # (rows,)       running sum of exp(s - m)
+    acc: FloatArray  # (rows, d_v)  running sum of exp(s - m) v
 
 
-def empty_state(rows, d_v, dtype):
+def empty_state(rows: int, d_v: int, dtype: DTypeLike) -> PartialSoftmax:
     """The state before any key: m = -inf, l = 0, acc = 0."""
     return PartialSoftmax(
         np.full(rows, -np.inf, dtype), np.zeros(rows, dtype), np.zeros((rows, d_v), dtype)
@@ -41,14 +44,14 @@ def empty_state(rows, d_v, dtype):
 _safe = finite_or_zero
 
 
-def tile_state(s, v_tile):
+def tile_state(s: FloatArray, v_tile: FloatArray) -> PartialSoftmax:
     """State of one score tile s (rows, n) (masked entries -inf) with its values (n, d_v)."""
     m = np.max(s, axis=-1, initial=-np.inf).astype(s.dtype, copy=False)
     p = np.exp(s - _safe(m)[:, None])
     return PartialSoftmax(m, p.sum(axis=-1), p @ v_tile)
 
 
-def merge(a, b):
+def merge(a: PartialSoftmax, b: PartialSoftmax) -> PartialSoftmax:
     """Combine the states of two disjoint sets of keys: rescale both to the larger max."""
     m = np.maximum(a.m, b.m)
     alpha, beta = np.exp(a.m - _safe(m)), np.exp(b.m - _safe(m))
@@ -57,7 +60,7 @@ def merge(a, b):
     )
 
 
-def finalize(state):
+def finalize(state: PartialSoftmax) -> tuple[FloatArray, FloatArray]:
     """out = acc / l and lse = m + log(l); a row that saw no key gets out 0, lse -inf."""
     seen = state.l > 0
     out = state.acc / np.where(seen, state.l, 1)[:, None]
@@ -88,7 +91,9 @@ def _flash_one(q, k, v, scale, offset, block_q, block_k, index=()):
     return out, lse
 
 
-def flash_attention(q, k, v, *, causal=False, block_q=64, block_k=64, scale=None, return_lse=False):
+def flash_attention(q: ArrayLike, k: ArrayLike, v: ArrayLike, *, causal: Causal = False, block_q: int = 64,
+                    block_k: int = 64, scale: float | None = None,
+                    return_lse: bool = False) -> FloatArray | tuple[FloatArray, FloatArray]:
     """Exact attention computed tile by tile; same result as attention(q, k, v).
 
     q (..., T_q, d_k), k (..., T_k, d_k), v (..., T_k, d_v) -> (..., T_q, d_v),
@@ -96,6 +101,29 @@ def flash_attention(q, k, v, *, causal=False, block_q=64, block_k=64, scale=None
     causal: False, True (square), "top_left" or "bottom_right"; blocks entirely
     above the diagonal are skipped, never computed. float16 is computed in float32;
     a score that overflows raises, naming q and k (tests/test_contract.py).
+
+    Raises
+    ------
+    ValueError
+        As attention (bad shapes or dtypes, NaN or inf, leading dimensions that do not
+        broadcast, a bad scale, overflowing scores); also if causal=True with T_q != T_k or
+        causal is not one of False, True, "top_left", "bottom_right"; if block_q or block_k
+        is not a positive integer.
+
+    Examples
+    --------
+    >>> from attncore import attention, flash_attention, masks
+    >>> rng = np.random.default_rng(0)
+    >>> q, k, v = rng.normal(size=(3, 2, 10, 4))  # 2 heads, 10 positions, d = 4
+    >>> out, lse = flash_attention(q, k, v, causal=True, block_q=4, block_k=3, return_lse=True)
+    >>> out.shape, lse.shape
+    ((2, 10, 4), (2, 10))
+    >>> bool(np.allclose(out, attention(q, k, v, mask=masks.causal(10))))
+    True
+    >>> flash_attention(q, k[:, :6], v[:, :6], causal=True)
+    Traceback (most recent call last):
+    ...
+    ValueError: causal=True is ambiguous for T_q = 10 != T_k = 6: pass causal='bottom_right' ...
     """
     p = prepare_attention(q, k, v, causal=causal, scale=scale)
     block_q, block_k = positive_int("block_q", block_q), positive_int("block_k", block_k)
@@ -111,12 +139,37 @@ def flash_attention(q, k, v, *, causal=False, block_q=64, block_k=64, scale=None
     return (out, lse) if return_lse else out
 
 
-def weights_from_lse(q, k, lse, rows=None, *, causal=False, scale=None):
+def weights_from_lse(q: ArrayLike, k: ArrayLike, lse: ArrayLike, rows: ArrayLike | None = None, *,
+                     causal: Causal = False, scale: float | None = None) -> FloatArray:
     """Recover rows of the weight matrix exactly: A_ij = exp(scale q_i . k_j - lse_i).
 
     q (..., T_q, d_k) and lse (..., T_q) are the full query block returned with
     return_lse; rows selects query indices (default all). Returns (..., len(rows), T_k).
     This is how one inspects attention that a fused kernel never materialised.
+
+    Raises
+    ------
+    ValueError
+        As attention_scores for q and k, and for causal as flash_attention; also if lse is
+        not a floating-point array, holds NaN or +inf, does not end in T_q or has leading
+        dimensions that do not broadcast with those of q and k; if rows are not integer
+        query indices in [-T_q, T_q).
+
+    Examples
+    --------
+    >>> from attncore import attention_weights, flash_attention, weights_from_lse
+    >>> rng = np.random.default_rng(0)
+    >>> q, k, v = rng.normal(size=(3, 2, 10, 4))
+    >>> _, lse = flash_attention(q, k, v, return_lse=True)
+    >>> first_and_last = weights_from_lse(q, k, lse, rows=[0, -1])  # (2 heads, 2 rows, T_k)
+    >>> first_and_last.shape
+    (2, 2, 10)
+    >>> bool(np.allclose(first_and_last, attention_weights(q, k)[:, [0, -1]]))
+    True
+    >>> weights_from_lse(q, k, lse[:, :5])
+    Traceback (most recent call last):
+    ...
+    ValueError: lse must have shape (..., T_q) with T_q = 10 as q (2, 10, 4), got (2, 5)
     """
     p = prepare_attention(q, k, causal=causal, scale=scale)
     lse = _check_lse(lse, p)
@@ -129,7 +182,7 @@ def weights_from_lse(q, k, lse, rows=None, *, causal=False, scale=None):
     return weights.astype(np.result_type(p.dtype, lse), copy=False)
 
 
-def _check_lse(lse, p):
+def _check_lse(lse: ArrayLike, p: Prepared) -> FloatArray:
     """lse as a float array (..., T_q) for the prepared q (..., T_q, d_k) and k (..., T_k, d_k):
     T_q as q's, and leading dimensions that broadcast with those of q and k."""
     q, k, batch, t_q = p.q, p.k, p.batch, p.t_q
@@ -147,7 +200,7 @@ def _check_lse(lse, p):
     return lse
 
 
-def _row_indices(rows, t_q):
+def _row_indices(rows: ArrayLike | None, t_q: int) -> np.ndarray:
     """rows as non-negative query indices (negative ones count from the end, as in NumPy)."""
     if rows is None:
         return np.arange(t_q)

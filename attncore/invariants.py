@@ -10,15 +10,25 @@ additions contributing at most about one unit roundoff eps/2, and the division, 
 |sum - 1| is bounded by a small multiple of n * eps. The default atol is 4 * n * eps of the dtype
 (float32: eps = 1.19e-7; float64: eps = 2.2e-16), with a floor of 8 * eps.
 """
+from __future__ import annotations
+
 from dataclasses import dataclass
 
 import numpy as np
+from numpy.typing import ArrayLike, DTypeLike
 
 from ._checks import as_mask
 
 
-def default_atol(n, dtype):
-    """4 * n * eps of dtype (floor 8 * eps): the row-sum slack that rounding allows."""
+def default_atol(n: int, dtype: DTypeLike) -> float:
+    """4 * n * eps of dtype (floor 8 * eps): the row-sum slack that rounding allows.
+
+    Examples
+    --------
+    >>> from attncore.invariants import default_atol
+    >>> default_atol(1000, np.float32) == 4000 * float(np.finfo(np.float32).eps)
+    True
+    """
     eps = np.finfo(dtype).eps if np.issubdtype(dtype, np.floating) else np.finfo(float).eps
     return float(max(4 * n, 8) * eps)
 
@@ -34,28 +44,28 @@ class RowReport:
     the claims hold vacuously.
     """
 
-    shape: tuple
+    shape: tuple[int, ...]
     atol: float
     nonfinite_rows: int
     min_entry: float
     max_entry: float
     min_row_sum: float
     max_row_sum: float
-    worst_row: tuple
+    worst_row: tuple[int, ...]
     worst_row_error: float
     masked_mass: float
     empty_rows: int
 
     @property
-    def finite(self):
+    def finite(self) -> bool:
         return self.nonfinite_rows == 0
 
     @property
-    def entries_in_unit_interval(self):
+    def entries_in_unit_interval(self) -> bool:
         return self.finite and not (self.min_entry < 0 or self.max_entry > 1)  # NaN: no entry
 
     @property
-    def on_simplex(self):
+    def on_simplex(self) -> bool:
         """Every row is a probability distribution (masked entries 0, empty rows all 0)."""
         return (
             self.entries_in_unit_interval
@@ -64,7 +74,7 @@ class RowReport:
         )
 
     @property
-    def sub_stochastic(self):
+    def sub_stochastic(self) -> bool:
         """Entries in [0, 1], nothing on masked keys, row sums at most 1 (softmax-1 rows)."""
         return (
             self.entries_in_unit_interval
@@ -84,10 +94,28 @@ class RowReport:
         )
 
 
-def check_rows(weights, mask=None, atol=None):
+def check_rows(weights: ArrayLike, mask: ArrayLike | None = None, atol: float | None = None) -> RowReport:
     """Report on the rows of weights (..., T_q, T_k), with an optional boolean mask.
 
     Empty weights (T_k = 0, or no rows) get a report, as softmax gives them a result.
+
+    Raises
+    ------
+    ValueError
+        If weights is a scalar; if mask is not boolean or does not broadcast to weights.
+
+    Examples
+    --------
+    >>> from attncore import softmax
+    >>> from attncore.invariants import check_rows
+    >>> check_rows(softmax(np.array([[1.0, 2.0, 3.0], [0.0, 0.0, 0.0]]))).on_simplex
+    True
+    >>> report = check_rows(np.array([[0.3, 0.7], [0.5, 0.6]]))  # row 1 sums to 1.1
+    >>> report.on_simplex, report.worst_row, round(report.worst_row_error, 6)
+    (False, (1,), 0.1)
+    >>> report = check_rows(np.array([[0.5, 0.5]]), mask=np.array([True, False]))
+    >>> report.on_simplex, report.masked_mass  # weight on a masked key
+    (False, 0.5)
     """
     w = np.asarray(weights)
     if w.ndim < 1:
@@ -116,7 +144,7 @@ def check_rows(weights, mask=None, atol=None):
     )
 
 
-def _worst(error):
+def _worst(error: np.ndarray) -> tuple[tuple[int, ...], float]:
     """The index (a tuple) of the largest entry of error and that entry; ((), 0.0) when it is empty."""
     if error.size == 0:
         return (), 0.0
@@ -124,7 +152,7 @@ def _worst(error):
     return tuple(int(i) for i in index), float(error[index])
 
 
-def _ignoring_nan(reduce, x):
+def _ignoring_nan(reduce, x: np.ndarray) -> float:
     """reduce over the non-NaN entries of x; NaN when there are none."""
     x = x[~np.isnan(x)]
     return float(reduce(x)) if x.size else float("nan")
@@ -140,7 +168,7 @@ class ConvexityReport:
     atol: float
 
     @property
-    def convex(self):
+    def convex(self) -> bool:
         return self.rows_on_simplex and self.max_mix_error <= self.atol and self.max_hull_excess <= self.atol
 
     def __str__(self):
@@ -152,12 +180,30 @@ class ConvexityReport:
         )
 
 
-def check_convex_combination(output, weights, values, mask=None, atol=None):
+def check_convex_combination(output: ArrayLike, weights: ArrayLike, values: ArrayLike,
+                             mask: ArrayLike | None = None, atol: float | None = None) -> ConvexityReport:
     """Check output (..., T_q, d_v) = weights (..., T_q, T_k) @ values (..., T_k, d_v).
 
     Also checks that every output coordinate lies between the smallest and largest
     value of that coordinate over the keys the row gives weight to (a necessary
     condition for lying in their convex hull, exact up to rounding).
+
+    Raises
+    ------
+    ValueError
+        If mask is not boolean or does not broadcast to weights.
+
+    Examples
+    --------
+    >>> from attncore import attention
+    >>> from attncore.invariants import check_convex_combination
+    >>> rng = np.random.default_rng(0)
+    >>> q, k, v = rng.normal(size=(3, 4, 2))
+    >>> out, A = attention(q, k, v, return_weights=True)
+    >>> check_convex_combination(out, A, v).convex
+    True
+    >>> check_convex_combination(out + 10, A, v).convex  # outside the hull of the values
+    False
     """
     out, w, v = (np.asarray(a, dtype=np.float64) for a in (output, weights, values))
     rows = check_rows(np.asarray(weights), mask=mask)
@@ -171,3 +217,4 @@ def check_convex_combination(output, weights, values, mask=None, atol=None):
     has_support = used.any(axis=-2)
     excess = np.where(has_support, np.maximum(low - out, out - high), 0)
     return ConvexityReport(rows.on_simplex, mix_error, float(np.max(excess, initial=0)), atol)
+

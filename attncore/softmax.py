@@ -5,9 +5,12 @@ of a score matrix (..., T_q, T_k)). An optional boolean `mask` (True = keep)
 removes entries before normalising: they get weight exactly 0, and a slice
 with nothing left gets all zeros instead of the 0/0 = NaN of the naive formula.
 """
-import numpy as np
+from __future__ import annotations
 
-from ._checks import as_float_array, as_mask, finite_or_zero
+import numpy as np
+from numpy.typing import ArrayLike
+
+from ._checks import FloatArray, as_float_array, as_mask, finite_or_zero
 
 
 def _prepare(x, axis, mask):
@@ -42,8 +45,24 @@ def _masked_softmax(x, mask=None, axis=-1):
     return _normalise(*_masked(x, axis, mask), axis)
 
 
-def logsumexp(x, axis=-1, mask=None, keepdims=False):
-    """log(sum(exp(x))) along axis; -inf for an empty (fully masked) slice."""
+def logsumexp(x: ArrayLike, axis: int = -1, mask: ArrayLike | None = None, keepdims: bool = False) -> FloatArray:
+    """log(sum(exp(x))) along axis; -inf for an empty (fully masked) slice.
+
+    Raises
+    ------
+    ValueError
+        If x is not a floating-point array or holds NaN or +inf (-inf is a masked entry);
+        if mask is not boolean or does not broadcast to x; numpy.exceptions.AxisError (a
+        ValueError) if axis is not an axis of x.
+
+    Examples
+    --------
+    >>> from attncore import logsumexp
+    >>> round(float(logsumexp(np.array([1000.0, 1000.0]))), 4)  # 1000 + log 2, no overflow
+    1000.6931
+    >>> float(logsumexp(np.array([1.0, 2.0]), mask=np.array([False, False])))
+    -inf
+    """
     out = _lse(*_prepare(x, axis, mask), axis)
     return out if keepdims else np.squeeze(out, axis=axis)
 
@@ -54,26 +73,73 @@ def _lse(x, m, axis):
         return m + np.log(np.sum(np.exp(x - m), axis=axis, keepdims=True))
 
 
-def log_softmax(x, axis=-1, mask=None):
-    """x - logsumexp(x); masked entries (log of weight 0) are -inf, as is a fully masked slice."""
+def log_softmax(x: ArrayLike, axis: int = -1, mask: ArrayLike | None = None) -> FloatArray:
+    """x - logsumexp(x); masked entries (log of weight 0) are -inf, as is a fully masked slice.
+
+    Raises
+    ------
+    ValueError
+        As softmax.
+
+    Examples
+    --------
+    >>> from attncore import log_softmax
+    >>> log_softmax(np.array([0.0, 0.0, 5.0]), mask=np.array([True, True, False])).round(4).tolist()
+    [-0.6931, -0.6931, -inf]
+    """
     x, m = _prepare(x, axis, mask)
     return x - finite_or_zero(_lse(x, m, axis))
 
 
-def softmax(x, axis=-1, mask=None):
+def softmax(x: ArrayLike, axis: int = -1, mask: ArrayLike | None = None) -> FloatArray:
     """exp(x_i - m) / sum_j exp(x_j - m), with m the slice max; same shape and dtype.
 
     Masked entries are exactly 0; a fully masked slice is all zeros.
+
+    Raises
+    ------
+    ValueError
+        If x is not a floating-point array or holds NaN or +inf (-inf is a masked entry);
+        if mask is not boolean or does not broadcast to x; numpy.exceptions.AxisError (a
+        ValueError) if axis is not an axis of x.
+
+    Examples
+    --------
+    >>> from attncore import softmax
+    >>> softmax(np.array([0.0, np.log(3.0)])).round(6).tolist()
+    [0.25, 0.75]
+    >>> scores = np.array([[1.0, 2.0, 3.0], [5.0, 5.0, 5.0]])
+    >>> softmax(scores, mask=np.array([True, True, False])).round(3).tolist()
+    [[0.269, 0.731, 0.0], [0.5, 0.5, 0.0]]
+    >>> softmax(scores, mask=np.zeros(3, bool)).tolist()  # nothing allowed: zeros, not NaN
+    [[0.0, 0.0, 0.0], [0.0, 0.0, 0.0]]
+    >>> softmax(np.array([1, 2]))
+    Traceback (most recent call last):
+    ...
+    ValueError: x must be a floating-point array (float16, float32 or float64), got dtype int...
     """
     return _normalise(*_prepare(x, axis, mask), axis)
 
 
-def softmax_one(x, axis=-1, mask=None):
+def softmax_one(x: ArrayLike, axis: int = -1, mask: ArrayLike | None = None) -> FloatArray:
     """Off-by-one softmax exp(x_i) / (1 + sum_j exp(x_j)) (Miller, 2023).
 
     Stable form: with m = max(0, max_j x_j), the "1" becomes exp(-m), so
     out_i = exp(x_i - m) / (exp(-m) + sum_j exp(x_j - m)). Rows sum to less than 1;
     masked entries are 0 and a fully masked slice is all zeros (the "1" keeps it finite).
+
+    Raises
+    ------
+    ValueError
+        As softmax.
+
+    Examples
+    --------
+    >>> from attncore import softmax_one
+    >>> softmax_one(np.array([0.0, 0.0])).round(4).tolist()  # exp(0) / (1 + 2)
+    [0.3333, 0.3333]
+    >>> bool(softmax_one(np.array([-30.0, -30.0])).sum() < 1e-12)  # a row may attend to nothing
+    True
     """
     x, m = _prepare(x, axis, mask)
     m = np.maximum(m, 0).astype(x.dtype, copy=False)
@@ -81,13 +147,27 @@ def softmax_one(x, axis=-1, mask=None):
     return e / (np.exp(-m) + np.sum(e, axis=axis, keepdims=True))
 
 
-def sparsemax(x, axis=-1, mask=None):
+def sparsemax(x: ArrayLike, axis: int = -1, mask: ArrayLike | None = None) -> FloatArray:
     """Euclidean projection of x onto the probability simplex (Martins & Astudillo, 2016).
 
     out_i = max(x_i - tau, 0) with tau chosen so the row sums to 1; low scores get
     exactly 0, so rows lie on a face of the simplex. Shift-invariant, so computed on
     x - max (without it float32 rows at 1e4 leave the simplex). Masked (or -inf)
     entries are exactly 0; a fully masked slice is all zeros. Same shape and dtype.
+
+    Raises
+    ------
+    ValueError
+        As softmax.
+
+    Examples
+    --------
+    >>> from attncore import sparsemax
+    >>> sparsemax(np.array([1.0, 0.8, 0.1])).round(6).tolist()  # tau = 0.4: the low score gets 0
+    [0.6, 0.4, 0.0]
+    >>> x = np.array([0.3, 0.1, -0.2, 0.25], np.float32) + np.float32(1e4)
+    >>> round(float(sparsemax(x).sum()), 5)  # float32 at an offset of 1e4: still on the simplex
+    1.0
     """
     x, m = _prepare(x, axis, mask)
     z = np.moveaxis(x - m, axis, -1)  # row max 0; masked entries -inf
@@ -100,10 +180,22 @@ def sparsemax(x, axis=-1, mask=None):
     return np.moveaxis(np.maximum(z - tau.astype(z.dtype), 0), -1, axis)
 
 
-def hardmax(x, axis=-1):
+def hardmax(x: ArrayLike, axis: int = -1) -> FloatArray:
     """One-hot argmax along axis (the first maximum on ties): a vertex of the simplex.
 
     Empty input (no keys, or no rows) gives an empty result of the same shape, as softmax does.
+
+    Raises
+    ------
+    ValueError
+        If x is not a floating-point array or holds NaN or inf; numpy.exceptions.AxisError
+        (a ValueError) if axis is not an axis of x.
+
+    Examples
+    --------
+    >>> from attncore import hardmax
+    >>> hardmax(np.array([[0.1, 0.7, 0.7], [2.0, 1.0, 0.0]])).tolist()
+    [[0.0, 1.0, 0.0], [1.0, 0.0, 0.0]]
     """
     x = as_float_array("x", x)
     out = np.zeros_like(x)

@@ -7,12 +7,24 @@ the heatmap so the reader sees every row add up to 1. A figure with several pane
 stacks them vertically (`stacked_axes`), at most FIGURE_WIDTH inches wide, so each
 panel stays readable on a phone as well as on a desktop.
 """
+from __future__ import annotations
+
+from typing import Any, Sequence
+
 import matplotlib.pyplot as plt
 import numpy as np
+from matplotlib.axes import Axes
+from matplotlib.figure import Figure
 from matplotlib.patches import Patch, Polygon, Rectangle
+from numpy.typing import ArrayLike
 
+from . import legibility
 from ._checks import as_mask
 from .invariants import check_rows
+
+# Every chapter imports viz: from here on, its figures keep text of at least 9 CSS px on
+# a 390 px phone, drawn at 2x (attncore/legibility.py has the rule).
+legibility.use_in_notebooks()
 
 MASKED_COLOR = "0.85"
 # Inches. A side-by-side figure 16 inches wide is drawn about 358 px wide on a 390 px
@@ -20,7 +32,7 @@ MASKED_COLOR = "0.85"
 FIGURE_WIDTH = 6.4
 
 
-def glue(name, value):
+def glue(name: str, value: object) -> None:
     """Glue a computed value for {glue:text} in a chapter's prose (needs myst-nb).
 
     NumPy scalars become Python ones, so format specs such as :.2e apply; booleans
@@ -37,12 +49,13 @@ def glue(name, value):
     myst_glue(name, value, display=False)
 
 
-def _labels(labels, n, prefix):
+def _labels(labels: Sequence[str] | None, n: int, prefix: str) -> list:
     return [f"{prefix}{i}" for i in range(n)] if labels is None else list(labels)
 
 
-def plot_attention(weights, query_labels=None, key_labels=None, mask=None, ax=None,
-                   show_values=None, show_row_sums=True, title=None):
+def plot_attention(weights: ArrayLike, query_labels: Sequence[str] | None = None,
+                   key_labels: Sequence[str] | None = None, mask: ArrayLike | None = None, ax: Axes | None = None,
+                   show_values: bool | None = None, show_row_sums: bool = True, title: str | None = None) -> Axes:
     """Heatmap of weights (T_q, T_k): row i is query i, column j is key j.
 
     mask: boolean, broadcasting to (T_q, T_k), True = may attend (an additive 0/-inf
@@ -83,7 +96,7 @@ def plot_attention(weights, query_labels=None, key_labels=None, mask=None, ax=No
     return ax
 
 
-def _row_sum_bar(ax, sums):
+def _row_sum_bar(ax: Axes, sums: np.ndarray) -> Axes:
     """A horizontal bar per query row, aligned with the heatmap rows."""
     bar = ax.inset_axes([1.02, 0, 0.18, 1], sharey=ax)
     bar.barh(np.arange(len(sums)), sums, color="tab:orange", height=0.6)
@@ -95,14 +108,15 @@ def _row_sum_bar(ax, sums):
     return bar
 
 
-def simplex_coordinates(points):
+def simplex_coordinates(points: ArrayLike) -> np.ndarray:
     """Map rows of 3 weights (n, 3) on the simplex to 2-D points in an equilateral triangle."""
     p = np.asarray(points, dtype=float)
     corners = np.array([[0.0, 0.0], [1.0, 0.0], [0.5, np.sqrt(3) / 2]])
     return p @ corners
 
 
-def plot_simplex(points, labels=None, ax=None, corner_labels=("key 0", "key 1", "key 2")):
+def plot_simplex(points: ArrayLike, labels: Sequence[str | None] | None = None, ax: Axes | None = None,
+                 corner_labels: Sequence[str] = ("key 0", "key 1", "key 2")) -> Axes:
     """The probability simplex of 3 keys as a triangle, with each row (n, 3) as a point
     (one row (3,) is one point).
 
@@ -131,7 +145,8 @@ def plot_simplex(points, labels=None, ax=None, corner_labels=("key 0", "key 1", 
     return ax
 
 
-def plot_sub_stochastic(rows, ax, labels=None, color="tab:red"):
+def plot_sub_stochastic(rows: ArrayLike, ax: Axes, labels: Sequence[str | None] | None = None,
+                        color: str = "tab:red") -> Axes:
     """Rows of 3 weights (n, 3) that sum to at most 1 (softmax-1), drawn over plot_simplex's triangle.
 
     A row a of mass s = sum(a) is projected orthogonally onto the plane of the simplex,
@@ -158,7 +173,8 @@ def plot_sub_stochastic(rows, ax, labels=None, color="tab:red"):
     return ax
 
 
-def stacked_axes(n, height=3.0, width=FIGURE_WIDTH, **subplots_kw):
+def stacked_axes(n: int, height: float = 3.0, width: float = FIGURE_WIDTH,
+                 **subplots_kw: Any) -> tuple[Figure, list[Axes]]:
     """A figure with n panels stacked vertically: returns (fig, axes), axes a list of n Axes.
 
     One panel per row keeps every panel readable at any screen width; panels side by
@@ -175,7 +191,7 @@ def stacked_axes(n, height=3.0, width=FIGURE_WIDTH, **subplots_kw):
     return fig, list(axes[:, 0])
 
 
-def convex_hull_2d(points):
+def convex_hull_2d(points: ArrayLike) -> np.ndarray:
     """Vertices (m, 2) of the convex hull of points (n, 2), counter-clockwise, no collinear ones.
 
     Andrew's monotone chain: sort the points, then build the lower and the upper chain,
@@ -200,7 +216,7 @@ def convex_hull_2d(points):
     return np.array(chain(pts) + chain(pts[::-1]))
 
 
-def plot_values_hull(values, ax=None, include_origin=False):
+def plot_values_hull(values: ArrayLike, ax: Axes | None = None, include_origin: bool = False) -> Axes:
     """The value vectors (T_k, 2) as labelled points, with their convex hull shaded.
 
     Every softmax attention output lies in this hull. include_origin also draws, dashed,
@@ -227,7 +243,8 @@ def plot_values_hull(values, ax=None, include_origin=False):
     return ax
 
 
-def plot_tile_order(tiles, t_q, t_k, block_q, block_k=None, ax=None):
+def plot_tile_order(tiles: Sequence[tuple[int, int, int]], t_q: int, t_k: int, block_q: int,
+                    block_k: int | None = None, ax: Axes | None = None) -> Axes:
     """The (T_q, T_k) score matrix cut into tiles, numbered in the order they were computed.
 
     tiles: a list of (query block, first key, number of keys), one per computed tile,
