@@ -14,6 +14,7 @@ are lent through an arena and read back by the grader, memory is measured from o
 are drawn from a seed picked at grading time.
 """
 import contextlib
+import inspect
 import os
 import queue
 import secrets
@@ -21,11 +22,12 @@ import signal
 import subprocess
 import sys
 import tempfile
+import textwrap
 import threading
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..engine import SPECS, Outcome, run_suite
+from ..engine import ASSIGNMENTS, SPECS, Outcome, run_suite
 from ..engine.feedback import message
 from ..observe import shorten
 from . import sandbox as sandboxes, wire
@@ -37,6 +39,7 @@ START_LIMIT = 120.0  # seconds for a worker to start (import NumPy, IPython) bef
 MAX_NOTES = 20  # notes kept from one reply, each at most observe.MAX_NOTE_CHARS long
 MAX_TEXT = 4000  # characters of one cell's feedback that reach the notebook
 SANDBOX_CHOICES = ("bubblewrap", "none", "auto")
+ASSIGNMENT_OF = {name: names for names in ASSIGNMENTS.values() for name in names}
 
 
 @dataclass(frozen=True)
@@ -50,11 +53,13 @@ class CellVerdict:
     cases: int = 0  # how many cases the suite that was run holds (0: not known)
     suite: str = ""  # the suite that was run
     load_problem: str = ""  # what the function's own cell did when loaded ("raised ...")
+    stood_in: tuple = ()  # the wrong functions it calls, replaced by references when graded again
 
     def text(self, how=True):
         """What the learner reads in the cell's output (at most MAX_TEXT characters); how:
         end with how it was graded."""
-        head = self.passed_line() if self.passed else self.message
+        head = self.message if not self.passed else "\n".join(
+            filter(None, [self.passed_line(), self.message]))
         lines = [head, *(f"Note: {note}" for note in self.notes),
                  *([f"({self.how})"] if how and self.how else [])]
         text = "\n".join(lines)
@@ -106,7 +111,22 @@ def grade_notebook(cells, cwd=".", time_limit=TIME_LIMIT, sandbox="auto", seed=N
               if parsed and parsed[0] in SPECS}
     forbidden = sorted(set().union(*(SPECS[function].forbidden for function in graded)))
     with Session(code, cwd, time_limit, resolve_sandbox(sandbox), seed, forbidden) as session:
-        return {grade_id: session.grade(grade_id) for grade_id, _ in tests}
+        graded = {grade_id: session.grade(grade_id) for grade_id in sorted(
+            (grade_id for grade_id, _ in tests), key=_notebook_order)}
+        return {grade_id: graded[grade_id] for grade_id, _ in tests}
+
+
+def _notebook_order(grade_id):
+    """Where a test cell belongs: its function's place in the assignment, then its
+    suite's; cells of no known function last. Graded in this order whatever order a
+    submission has its cells in."""
+    parsed = parse_grade_id(grade_id)
+    if parsed is None or parsed[0] not in SPECS:
+        return (len(SPECS), 0)
+    function, suite = parsed
+    suites = list(SPECS[function].suites)
+    return (ASSIGNMENT_OF[function].index(function),
+            suites.index(suite) if suite in suites else len(suites))
 
 
 def resolve_sandbox(choice):
@@ -133,6 +153,7 @@ class Session:
         self.forbidden = forbidden  # what the notebook's exercises forbid, all of it, always
         self.load_problems = {}  # cell name -> what went wrong while it ran
         self.skip = set()  # cells that stopped the worker: never run again
+        self.roots = {}  # graded function -> the functions whose mistakes fail it (_roots)
         self.worker = None
         self.how = (("graded in a bubblewrap sandbox" if sandboxed else
                      "not sandboxed: fine for self-study, not for a grade that counts")
@@ -154,20 +175,12 @@ class Session:
                                       f"no points.")
         function, suite = parsed
         spec = SPECS[function]
-        missing = []
-
-        def call(arguments, measure_memory):
-            try:
-                return self.worker.call(function, arguments, self.forbidden, measure_memory)
-            except WorkerStopped as stopped:
-                self._start()
-                return Outcome(stopped=str(stopped))
-            except NotDefined as reason:
-                missing.append(str(reason))
-                return Outcome(stopped=str(reason))
-
         try:
-            verdict = run_suite(spec, suite, call, self.seed)
+            verdict, missing, _ = self._run(function, suite)
+            if not verdict.passed and not missing and (wrong := self._wrong_callees(function)):
+                again, missing, used = self._run(function, suite, wrong)
+                if used:
+                    return self._graded_again(function, suite, again, used)
         except Exception as error:  # what came back broke a comparison: it cannot pass
             return CellVerdict(False, message(
                 function, "a result the grader cannot compare", detail=f"Comparing it with "
@@ -178,12 +191,89 @@ class Session:
         if missing:
             return CellVerdict(False, self._not_defined(function, missing[0]), how=self.how,
                                load_problem=self.load_problems.get(function, ""))
-        notes = verdict.notes
-        if function in self.load_problems:
-            notes = (f"while loading, your cell {self.load_problems[function]}", *notes)
-        return CellVerdict(verdict.passed, verdict.message, notes, self.how,
-                           cases=len(spec.suites[suite]), suite=suite,
+        return CellVerdict(verdict.passed, verdict.message, self._notes(function, verdict),
+                           self.how, cases=len(spec.suites[suite]), suite=suite,
                            load_problem=self.load_problems.get(function, ""))
+
+    def _run(self, function, suite, stand_ins=()):
+        """(Verdict, [why the function is not defined], {stand-ins the calls used}) of one
+        suite, with the named graded functions replaced by their stand-ins."""
+        missing, used = [], set()
+        sent = [{"name": name, "source": _source_of(SPECS[name].stand_in),
+                 "entry": SPECS[name].stand_in.__name__} for name in stand_ins]
+
+        def call(arguments, measure_memory):
+            try:
+                outcome = self.worker.call(function, arguments, self.forbidden, measure_memory,
+                                           sent)
+            except WorkerStopped as stopped:
+                self._start()
+                return Outcome(stopped=str(stopped))
+            except NotDefined as reason:
+                missing.append(str(reason))
+                return Outcome(stopped=str(reason))
+            used.update(outcome.stood_in)
+            return outcome
+
+        return run_suite(SPECS[function], suite, call, self.seed), missing, used
+
+    def _passes(self, function, suite, stand_ins=()):
+        """(passed, stand-ins used) of one suite; a result that breaks the comparison fails."""
+        try:
+            verdict, missing, used = self._run(function, suite, stand_ins)
+        except Exception:
+            return False, set()
+        return verdict.passed and not missing, used
+
+    def _wrong_callees(self, function):
+        """The graded functions before function in its notebook that have a stand-in and
+        fail one of their own suites (each run once, with this session's cases). Only
+        those before: their cells are graded first (grade_notebook), so no stand-in is
+        in the worker before every cell of its function has been graded."""
+        earlier = ASSIGNMENT_OF[function][:ASSIGNMENT_OF[function].index(function)]
+        return [name for name in earlier if SPECS[name].stand_in and self._roots(name)]
+
+    def _roots(self, function):
+        """The graded functions whose own mistakes make function fail its suites: () when
+        it passes them, (function,) when the mistake is its own, else those of the wrong
+        functions before it in the notebook that it calls (found by grading it again with
+        their stand-ins in their place)."""
+        if function not in self.roots:
+            failed = [suite for suite in SPECS[function].suites
+                      if not self._passes(function, suite)[0]]
+            wrong = self._wrong_callees(function) if failed else []
+            again = [self._passes(function, suite, wrong) for suite in failed if wrong]
+            used = set().union(*(stood_in for _, stood_in in again))
+            rescued = again and used and all(passed for passed, _ in again)
+            self.roots[function] = (tuple(sorted(set().union(*map(self._roots, used))))
+                                    if rescued else (function,) if failed else ())
+        return self.roots[function]
+
+    def _graded_again(self, function, suite, verdict, used):
+        """The verdict of a suite run again with the reference of the wrong functions it
+        calls: passed, their mistakes alone failed it; failed, the mistake is its own."""
+        stood_in = " and ".join(sorted(used))
+        roots = sorted(set().union(*(self._roots(name) for name in used)))
+        wrong, one = " and ".join(roots), len(roots) == 1
+        if verdict.passed:
+            return CellVerdict(
+                True, f"Your {function} is right: it failed only because your {wrong} "
+                f"{'is' if one else 'are'} wrong ({'its' if one else 'their'} own tests say "
+                f"how), so fix that first. With the reference {stood_in} in place of yours, "
+                f"it passes.", self._notes(function, verdict), self.how,
+                cases=len(SPECS[function].suites[suite]), suite=suite,
+                load_problem=self.load_problems.get(function, ""), stood_in=tuple(sorted(used)))
+        note = (f"graded with the reference {stood_in} in place of yours (your {wrong} "
+                f"{'fails its' if one else 'fail their'} own tests), so the mistake above is "
+                f"in {function} itself")
+        return CellVerdict(False, verdict.message, (note, *self._notes(function, verdict)),
+                           self.how, load_problem=self.load_problems.get(function, ""),
+                           stood_in=tuple(sorted(used)))
+
+    def _notes(self, function, verdict):
+        if function in self.load_problems:
+            return (f"while loading, your cell {self.load_problems[function]}", *verdict.notes)
+        return verdict.notes
 
     def _not_defined(self, function, what):
         problem = self.load_problems.get(function)
@@ -258,8 +348,10 @@ class Worker:
     def exec(self, name, source):
         return self._ask({"op": "exec", "name": name, "source": source})
 
-    def call(self, function, arguments, forbidden, measure_memory):
-        """The Outcome of one call; NotDefined when the notebook has no such function."""
+    def call(self, function, arguments, forbidden, measure_memory, stand_ins=()):
+        """The Outcome of one call; NotDefined when the notebook has no such function.
+        stand_ins: [{"name", "source", "entry"}] to replace the notebook's functions of
+        those names during the call (course.worker)."""
         place = None
         if self.arena is not None:
             self.arena.start_call()
@@ -269,7 +361,8 @@ class Worker:
         # whose own tables would count); else as the worker reports it.
         outside = measure_memory and self.memory.start()
         request = {"op": "call", "function": function, "arguments": arguments,
-                   "forbidden": list(forbidden), "measure_memory": measure_memory and not outside}
+                   "forbidden": list(forbidden), "measure_memory": measure_memory and not outside,
+                   "stand_ins": list(stand_ins)}
         reply = self._ask(request)
         if isinstance(reply.get("missing"), str):
             raise NotDefined(shorten(reply["missing"]))
@@ -280,7 +373,8 @@ class Worker:
                 raised=None if raised is None else (str(raised[0])[:100], str(raised[1])[:MAX_TEXT]),
                 arguments_after=self._arguments_after(request["arguments"], reply),
                 peak_bytes=self._peak(outside, reply) if measure_memory else None,
-                notes=_bounded_notes(reply["notes"]))
+                notes=_bounded_notes(reply["notes"]),
+                stood_in=_stood_in(reply.get("stood_in", []), stand_ins))
         except Exception:  # a reply the worker code did not write
             self.close()
             raise WorkerStopped("the process running your code sent a reply the grader "
@@ -402,6 +496,19 @@ def _bounded_notes(notes):
         if len(kept) == MAX_NOTES:
             break
     return tuple(kept)
+
+
+def _stood_in(names, stand_ins):
+    """The stand-ins the worker says were used, of those it was sent (it says no more)."""
+    if not isinstance(names, list):
+        raise TypeError("stood_in must be a list")
+    sent = {stand_in["name"] for stand_in in stand_ins}
+    return tuple(sorted(sent.intersection(name for name in names if isinstance(name, str))))
+
+
+def _source_of(function):
+    """The source of a module-level function, to define it again in the worker."""
+    return textwrap.dedent(inspect.getsource(function))
 
 
 def _nbgrader(cell):

@@ -5,7 +5,11 @@ Started by course.runner (inside a sandbox, see course.sandbox) as
 requests on its own pipe (course.wire frames), one at a time:
 
     {"op": "exec", "name": ..., "source": ...}      run one cell in the notebook's namespace
-    {"op": "call", "function": ..., "arguments": ..., "forbidden": [...], "measure_memory": ...}
+    {"op": "call", "function": ..., "arguments": ..., "forbidden": [...], "measure_memory": ...,
+     "stand_ins": [{"name": ..., "source": ..., "entry": ...}]}
+
+A stand-in is a right answer in plain NumPy, sent by the grader, that takes the place of
+the notebook's function of that name during the call (the function graded calls it).
 
 It never receives an expected value and imports nothing of the grading engine. The
 notebook's cells load with the library whole; from the first call on, the functions the
@@ -14,9 +18,13 @@ it is given live in the grader's arena (course.arena): the grader reads back wha
 call left there, and measures the memory from outside, so nothing this process says
 about either is believed. What it reports is the return value, an exception, and notes.
 """
+import builtins
+import contextlib
 import os
 import sys
 import traceback
+
+import numpy as np
 
 try:
     import resource
@@ -75,10 +83,43 @@ def call(namespace, request, arena):
                 f"defined, but as a {type(function).__name__}, not a function"}
     shared = arena.view if arena is not None else None
     arguments = {k: wire.decode(v, shared) for k, v in request["arguments"].items()}
-    seen = observe(function, arguments, (), request["measure_memory"])
+    with standing_in(namespace, request.get("stand_ins", [])) as used:
+        seen = observe(function, arguments, (), request["measure_memory"])
     return {"returned": wire.encode(seen["returned"]), "raised": seen["raised"],
             "arguments_after": wire.encode(seen["arguments_after"]),
-            "peak_bytes": seen["peak_bytes"], "notes": list(seen["notes"])}
+            "peak_bytes": seen["peak_bytes"], "notes": list(seen["notes"]),
+            "stood_in": sorted(used)}
+
+
+@contextlib.contextmanager
+def standing_in(namespace, stand_ins):
+    """While the block runs, each stand-in replaces the notebook's function of its name;
+    yields the set of names whose stand-in was called."""
+    used, saved = set(), {}
+    for stand_in in stand_ins:
+        name = stand_in["name"]
+        defined = {"np": np, "__builtins__": builtins}
+        exec(compile(stand_in["source"], f"<stand-in {name}>", "exec"), defined)
+        saved[name] = namespace.get(name, _ABSENT)
+        namespace[name] = _counted(defined[stand_in["entry"]], name, used)
+    try:
+        yield used
+    finally:
+        for name, value in saved.items():
+            if value is _ABSENT:
+                namespace.pop(name, None)
+            else:
+                namespace[name] = value
+
+
+_ABSENT = object()
+
+
+def _counted(function, name, used):
+    def stand_in(*args, **kwargs):
+        used.add(name)
+        return function(*args, **kwargs)
+    return stand_in
 
 
 def _notebook_namespace():

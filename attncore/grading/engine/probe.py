@@ -134,6 +134,9 @@ class FunctionSpec:
     # (arguments, peak_bytes, allowed) -> (headline, detail, fix): what a peak above the
     # allowed bytes held, from the sizes of the arrays the input implies; None: MATERIALISED
     memory: Callable | None = None
+    # a right answer in plain NumPy (engine.stand_ins) that replaces the learner's function
+    # while another function of the notebook that calls it is graded again
+    stand_in: Callable | None = None
 
 
 def tolerances(expected, rtol=None):
@@ -188,7 +191,8 @@ class Outcome:
     arguments_after: the arguments as they were after the call; peak_bytes: the peak of
     allocations during the call (None when not measured or when measuring failed);
     notes: what the code printed or warned (never a mistake in itself); stopped: why the
-    call never finished (a time limit, the process ended), or None.
+    call never finished (a time limit, the process ended), or None; stood_in: the graded
+    functions whose stand-in the call used in place of the learner's.
     """
 
     returned: object = None
@@ -197,6 +201,7 @@ class Outcome:
     peak_bytes: int | None = None
     notes: tuple = ()
     stopped: str | None = None
+    stood_in: tuple = ()
 
 
 @dataclass(frozen=True)

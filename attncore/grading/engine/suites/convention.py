@@ -3,6 +3,7 @@ import numpy as np
 
 import attncore
 
+from .. import stand_ins
 from ..probe import Case, FunctionSpec, Misconception
 from .common import (
     NO_SOFTMAX, NO_SOFTMAX_FIX, SCALE_AFTER_SOFTMAX, SCALE_AFTER_SOFTMAX_FIX, TRANSPOSED,
@@ -113,6 +114,7 @@ SCALE_AFTER_DETAIL = ("Your result is the softmax of the scores, divided by sqrt
 SPECS = [
     FunctionSpec(
         name="attention_scores",
+        stand_in=stand_ins.attention_scores,
         reference=lambda Q, K: attncore.attention_scores(Q, K),
         suites={"basic": CASES_QK["basic"], "hidden": CASES_QK["hidden"]},
         misconceptions=[
@@ -125,6 +127,7 @@ SPECS = [
     ),
     FunctionSpec(
         name="attention_weights",
+        stand_in=stand_ins.attention_weights,
         reference=lambda Q, K: attncore.attention_weights(Q, K),
         suites=CASES_QK,
         misconceptions=[

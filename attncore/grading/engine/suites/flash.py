@@ -8,6 +8,7 @@ import numpy as np
 import attncore
 from attncore.flash import empty_state, merge, tile_state
 
+from .. import stand_ins
 from ..probe import MATERIALISED, MATERIALISED_FIX, Case, FunctionSpec, Misconception
 from .common import UNSTABLE, arrays, keys_not_transposed, scale_misconception
 
@@ -508,6 +509,7 @@ LSE_MISCONCEPTIONS = [
 SPECS = [
     FunctionSpec(
         name="online_softmax_stats",
+        stand_in=stand_ins.online_softmax_stats,
         reference=stats_reference,
         suites=STATS_CASES,
         misconceptions=STATS_MISCONCEPTIONS,

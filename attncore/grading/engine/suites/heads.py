@@ -6,6 +6,7 @@ import numpy as np
 
 import attncore
 
+from .. import stand_ins
 from ..probe import Case, FunctionSpec, Misconception, same
 from .common import DRAWN, NO_SOFTMAX, NO_SOFTMAX_FIX, SCALE_AFTER_SOFTMAX, \
     SCALE_AFTER_SOFTMAX_FIX, SCALE_FIX, arrays, integers, keys_not_transposed, queries_for, \
@@ -367,6 +368,7 @@ KV_CACHE_MISCONCEPTIONS = [
 SPECS = [
     FunctionSpec(
         name="kv_head_for",
+        stand_in=stand_ins.kv_head_for,
         reference=kv_head_reference,
         suites=KV_HEAD_CASES,
         misconceptions=KV_HEAD_MISCONCEPTIONS,
