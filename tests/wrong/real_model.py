@@ -7,6 +7,9 @@ QUERIES = "the mask applied to queries instead of keys"
 HIDDEN_SCALE = "scale by the hidden size instead of the head size"
 PROJECTION = "output projection forgotten"
 AXIS = "softmax over the wrong axis"
+NO_SOFTMAX = "softmax left out (scores used as weights)"
+SCALE_AFTER = "scale applied after the softmax"
+KEYS_AS_GIVEN = "K not transposed (rows of Q meet rows of K)"
 
 WRONG = [
     # ------------------------------------------------------------------ split_heads
@@ -474,6 +477,84 @@ def layer_attention(hidden, weights, attention_mask):
     scores = np.where(attention_mask.astype(bool), scores, -np.inf)
     A = np.exp(scores - scores.max(axis=-1, keepdims=True))
     A = A / A.sum(axis=-1, keepdims=True)
+    merged = (A @ v).transpose(0, 2, 1, 3).reshape(B, T, D)
+    return merged @ weights.W_o + weights.b_o, A
+'''),
+    Wrong("layer_attention", NO_SOFTMAX, '''
+def layer_attention(hidden, weights, attention_mask):
+    B, T, D = hidden.shape
+    H = weights.n_heads
+    d = D // H
+    q = split_heads(hidden @ weights.W_q + weights.b_q, H)
+    k = split_heads(hidden @ weights.W_k + weights.b_k, H)
+    v = split_heads(hidden @ weights.W_v + weights.b_v, H)
+    keep = attention_mask[:, None, None, :] == 1
+    A = np.where(keep, q @ k.transpose(0, 1, 3, 2) / np.sqrt(d), 0)   # the masked scores
+    merged = (A @ v).transpose(0, 2, 1, 3).reshape(B, T, D)
+    return merged @ weights.W_o + weights.b_o, A
+'''),
+    Wrong("layer_attention", NO_SOFTMAX, '''
+def layer_attention(hidden, weights, attention_mask):
+    B, T, D = hidden.shape
+    H = weights.n_heads
+    d = D // H
+    q = split_heads(hidden @ weights.W_q + weights.b_q, H)
+    k = split_heads(hidden @ weights.W_k + weights.b_k, H)
+    v = split_heads(hidden @ weights.W_v + weights.b_v, H)
+    keep = attention_mask[:, None, None, :] == 1
+    A = q @ np.swapaxes(k, -1, -2) / np.sqrt(d)
+    merged = (A @ v).transpose(0, 2, 1, 3).reshape(B, T, D)
+    return merged @ weights.W_o + weights.b_o, A
+'''),
+    Wrong("layer_attention", SCALE_AFTER, '''
+def layer_attention(hidden, weights, attention_mask):
+    B, T, D = hidden.shape
+    H = weights.n_heads
+    d = D // H
+    q = split_heads(hidden @ weights.W_q + weights.b_q, H)
+    k = split_heads(hidden @ weights.W_k + weights.b_k, H)
+    v = split_heads(hidden @ weights.W_v + weights.b_v, H)
+    keep = attention_mask[:, None, None, :] == 1
+    A = softmax(q @ k.transpose(0, 1, 3, 2), mask=keep) / np.sqrt(d)
+    merged = (A @ v).transpose(0, 2, 1, 3).reshape(B, T, D)
+    return merged @ weights.W_o + weights.b_o, A
+'''),
+    Wrong("layer_attention", SCALE_AFTER, '''
+def layer_attention(hidden, weights, attention_mask):
+    B, T, D = hidden.shape
+    H = weights.n_heads
+    d = D // H
+    q = split_heads(hidden @ weights.W_q + weights.b_q, H)
+    k = split_heads(hidden @ weights.W_k + weights.b_k, H)
+    v = split_heads(hidden @ weights.W_v + weights.b_v, H)
+    keep = attention_mask[:, None, None, :] == 1
+    A = softmax(np.where(keep, q @ np.swapaxes(k, -1, -2), -np.inf)) / np.sqrt(d)
+    merged = (A @ v).transpose(0, 2, 1, 3).reshape(B, T, D)
+    return merged @ weights.W_o + weights.b_o, A
+'''),
+    Wrong("layer_attention", KEYS_AS_GIVEN, '''
+def layer_attention(hidden, weights, attention_mask):
+    B, T, D = hidden.shape
+    H = weights.n_heads
+    d = D // H
+    q = split_heads(hidden @ weights.W_q + weights.b_q, H)
+    k = split_heads(hidden @ weights.W_k + weights.b_k, H)
+    v = split_heads(hidden @ weights.W_v + weights.b_v, H)
+    keep = attention_mask[:, None, None, :] == 1
+    A = softmax(q @ k / np.sqrt(d), mask=keep)
+    merged = (A @ v).transpose(0, 2, 1, 3).reshape(B, T, D)
+    return merged @ weights.W_o + weights.b_o, A
+'''),
+    Wrong("layer_attention", KEYS_AS_GIVEN, '''
+def layer_attention(hidden, weights, attention_mask):
+    B, T, D = hidden.shape
+    H = weights.n_heads
+    d = D // H
+    q = split_heads(hidden @ weights.W_q + weights.b_q, H)
+    k = split_heads(hidden @ weights.W_k + weights.b_k, H)
+    v = split_heads(hidden @ weights.W_v + weights.b_v, H)
+    keep = attention_mask[:, None, None, :] == 1
+    A = softmax(np.matmul(q, k) / np.sqrt(d), mask=keep)
     merged = (A @ v).transpose(0, 2, 1, 3).reshape(B, T, D)
     return merged @ weights.W_o + weights.b_o, A
 '''),

@@ -6,6 +6,7 @@ small random weights with the structure of a real layer (an AttentionWeights: fo
 Every case puts a sentence without padding first: the detectors read the learner's
 weights there (scale, softmax axis), and in the padded sentences after it (the mask).
 """
+import re
 from dataclasses import replace
 from itertools import permutations
 
@@ -14,8 +15,13 @@ import numpy as np
 import attncore
 from attncore import bert
 
+from .. import stand_ins
 from ..probe import Case, FunctionSpec, Misconception, same
-from .common import SCALE, WRONG_AXIS, WRONG_AXIS_FIX, arrays, softmax_scale
+from .common import (
+    KEYS_NOT_TRANSPOSED, KEYS_NOT_TRANSPOSED_FIX, NO_SOFTMAX, NO_SOFTMAX_FIX, SCALE,
+    SCALE_AFTER_SOFTMAX, SCALE_AFTER_SOFTMAX_FIX, WRONG_AXIS, WRONG_AXIS_FIX, arrays,
+    softmax_scale,
+)
 from .masking import MASK_AFTER, MASK_WITH_ZERO
 
 ASSIGNMENT = "07-real-model"
@@ -202,6 +208,30 @@ def _masked_by_multiplying(after_softmax):
         A = attncore.softmax(scores) * keys if after_softmax else attncore.softmax(scores * keys)
         return bert.merge_heads(A @ v) @ weights.W_o + weights.b_o, A
     return layer
+
+
+def _weighted_by(weights_of, keys_as_given=False):
+    """The layer with A = weights_of(scores, keep, d) in place of the masked softmax of the
+    scaled scores; keys_as_given: scores from q @ k, without k's transpose."""
+    def layer(hidden, weights, attention_mask):
+        args = {"hidden": hidden, "weights": weights}
+        q, k, v = _projected(args)
+        d = _head_dim(args)
+        raw = q @ (k if keys_as_given else np.swapaxes(k, -1, -2))
+        A = weights_of(raw, bert.key_padding_mask(attention_mask), d)
+        return bert.merge_heads(A @ v) @ weights.W_o + weights.b_o, A
+    return layer
+
+
+def _keys_not_transposed_error(args, error_type, error_message):
+    """q @ k for (B, H, T, d) heads: the matmul's inner sizes d and T differ."""
+    t, d = args["hidden"].shape[1], _head_dim(args)
+    sizes = re.search(r"core dimension.*\(size (\d+) is different from (\d+)\)", error_message)
+    if error_type != "ValueError" or not sizes or {int(sizes[1]), int(sizes[2])} != {t, d}:
+        return None
+    return (f"Your q and k are (B, H, T, d) = (.., .., {t}, {d}): q @ k puts the d = {d} numbers "
+            f"of each query against the T = {t} rows of k, its keys, which is why the product "
+            f"failed. Rows of q must meet rows of k: q @ k.transpose(0, 1, 3, 2).")
 
 
 def _head_dim(args):
@@ -393,6 +423,27 @@ def _mask_without_key_axis(arguments, error_type, error_message):
 
 LAYER_MISCONCEPTIONS = [
     Misconception(
+        NO_SOFTMAX, NO_SOFTMAX_FIX + " Mask the scores (-inf at the pads) and take the softmax "
+        "over the keys: softmax(scores, axis=-1, mask=keep).",
+        variants=(_weighted_by(lambda raw, keep, d: raw / np.sqrt(d)),
+                  _weighted_by(lambda raw, keep, d: np.where(keep, raw / np.sqrt(d), 0))),
+        detail="Your weights are the scaled scores themselves (pads set to 0 or kept): no "
+               "softmax was applied to them."),
+    Misconception(
+        SCALE_AFTER_SOFTMAX, SCALE_AFTER_SOFTMAX_FIX,
+        variants=(_weighted_by(lambda raw, keep, d: attncore.softmax(raw, mask=keep) / np.sqrt(d)),
+                  _weighted_by(lambda raw, keep, d: attncore.softmax(raw / np.sqrt(d), mask=keep)
+                               / np.sqrt(d))),
+        detail="Your weights are the softmax of the scores divided by sqrt(d) afterwards: "
+               "their rows sum to 1/sqrt(d), not 1."),
+    Misconception(
+        KEYS_NOT_TRANSPOSED, KEYS_NOT_TRANSPOSED_FIX,
+        variants=(_weighted_by(lambda raw, keep, d: attncore.softmax(raw / np.sqrt(d), mask=keep),
+                               keys_as_given=True),),
+        detail="Your scores are q @ k, without k's transpose: where T = d the product runs, "
+               "and pairs each query with the columns of k instead of its rows.",
+        on_error=_keys_not_transposed_error),
+    Misconception(
         "padding mask without its key axis",
         "give the mask an axis for the heads and one for the queries, so that its token axis "
         "meets the KEYS: keep = attention_mask[:, None, None, :] == 1, of shape (B, 1, 1, T), "
@@ -487,6 +538,7 @@ LAYER_MISCONCEPTIONS = [
 SPECS = [
     FunctionSpec(
         name="split_heads",
+        stand_in=stand_ins.split_heads,
         reference=bert.split_heads,
         suites=SPLIT_CASES,
         misconceptions=SPLIT_MISCONCEPTIONS,
