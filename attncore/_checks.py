@@ -81,6 +81,22 @@ def as_mask(mask: ArrayLike, target_shape: tuple[int, ...], *, name: str = "mask
         ) from None
 
 
+def check_axis(axis: int, shape: tuple[int, ...], *, name: str = "x") -> int:
+    """The axis of array `name` (of this shape) as an index in [0, ndim), negative axes counting
+    from the end; otherwise numpy.exceptions.AxisError (a ValueError) naming axis and the array."""
+    ndim = len(shape)
+    if ndim == 0:
+        raise np.exceptions.AxisError(
+            f"{name} must have an axis to normalise along (axis={axis!r}), got a scalar; "
+            f"pass np.atleast_1d({name})"
+        )
+    if isinstance(axis, (bool, np.bool_)) or not isinstance(axis, numbers.Integral) or not -ndim <= axis < ndim:
+        raise np.exceptions.AxisError(
+            f"axis must be an integer in [-{ndim}, {ndim}) for {name} of shape {tuple(shape)}, got {axis!r}"
+        )
+    return int(axis) % ndim
+
+
 def positive_int(name: str, value: int, *, minimum: int = 1) -> int:
     """Return value as an int, requiring an integer >= minimum."""
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):

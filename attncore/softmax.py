@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import ArrayLike
 
-from ._checks import FloatArray, as_float_array, as_mask, finite_or_zero
+from ._checks import FloatArray, as_float_array, as_mask, check_axis, finite_or_zero
 
 
 def _prepare(x, axis, mask):
@@ -158,7 +158,7 @@ def sparsemax(x: ArrayLike, axis: int = -1, mask: ArrayLike | None = None) -> Fl
     Raises
     ------
     ValueError
-        As softmax.
+        As softmax; a scalar x, which has no axis, raises numpy.exceptions.AxisError too.
 
     Examples
     --------
@@ -169,6 +169,7 @@ def sparsemax(x: ArrayLike, axis: int = -1, mask: ArrayLike | None = None) -> Fl
     >>> round(float(sparsemax(x).sum()), 5)  # float32 at an offset of 1e4: still on the simplex
     1.0
     """
+    check_axis(axis, np.shape(x))
     x, m = _prepare(x, axis, mask)
     z = np.moveaxis(x - m, axis, -1)  # row max 0; masked entries -inf
     z_sorted = -np.sort(-z, axis=-1)  # descending, masked entries last
@@ -189,7 +190,7 @@ def hardmax(x: ArrayLike, axis: int = -1) -> FloatArray:
     ------
     ValueError
         If x is not a floating-point array or holds NaN or inf; numpy.exceptions.AxisError
-        (a ValueError) if axis is not an axis of x.
+        (a ValueError) if axis is not an axis of x, or x is a scalar.
 
     Examples
     --------
@@ -198,6 +199,7 @@ def hardmax(x: ArrayLike, axis: int = -1) -> FloatArray:
     [[0.0, 1.0, 0.0], [1.0, 0.0, 0.0]]
     """
     x = as_float_array("x", x)
+    check_axis(axis, x.shape)
     out = np.zeros_like(x)
     if x.size == 0:  # argmax has nothing to pick
         return out

@@ -356,3 +356,25 @@ def test_float16_scores_are_returned_in_float16_and_refused_past_its_range():
 def test_feature_map_must_be_a_function():
     with pytest.raises(ValueError, match=r"feature_map must be a function .*got None"):
         ac.linear_attention(_z(3, 4), _z(5, 4), _z(5, 2), None)
+
+
+# --------------------------------------------------------------------------- review 2026-12-01, core items
+
+
+def test_sparsemax_and_hardmax_name_a_bad_axis():
+    """Review 3.5.4: sparsemax of a scalar said "source: axis -1 is out of bounds" (NumPy's
+    moveaxis parameter), hardmax "axis -1 ... of dimension 0". Both now say what x and axis
+    are; the error is an AxisError, which is a ValueError (and an IndexError, as NumPy's)."""
+    for fn in (ac.sparsemax, ac.hardmax):
+        with pytest.raises(np.exceptions.AxisError, match=r"^x must have an axis to normalise along \(axis=-1\), "
+                                                          r"got a scalar; pass np\.atleast_1d\(x\)$"):
+            fn(np.float64(1.0))
+        with pytest.raises(ValueError, match=r"^axis must be an integer in \[-2, 2\) for x of shape \(2, 3\), got 3$"):
+            fn(_z(2, 3), axis=3)
+        with pytest.raises(ValueError, match=r"axis must be an integer .* got 1\.0$"):
+            fn(_z(2, 3), axis=1.0)
+    # a good axis, negative or not, is unchanged
+    x = np.array([[1.0, 0.8], [0.1, 0.3]])
+    np.testing.assert_array_equal(ac.sparsemax(x, axis=0), ac.sparsemax(x, axis=-2))
+    np.testing.assert_array_equal(ac.hardmax(x, axis=np.int64(0)), [[1.0, 1.0], [0.0, 0.0]])
+
