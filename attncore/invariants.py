@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike, DTypeLike
 
-from ._checks import as_mask
+from ._checks import as_mask, leading_shape
 
 
 def default_atol(n: int, dtype: DTypeLike) -> float:
@@ -191,7 +191,8 @@ def check_convex_combination(output: ArrayLike, weights: ArrayLike, values: Arra
     Raises
     ------
     ValueError
-        If mask is not boolean or does not broadcast to weights.
+        If the three shapes do not fit together (T_q, T_k, d_v and the leading
+        dimensions); if mask is not boolean or does not broadcast to weights.
 
     Examples
     --------
@@ -206,6 +207,7 @@ def check_convex_combination(output: ArrayLike, weights: ArrayLike, values: Arra
     False
     """
     out, w, v = (np.asarray(a, dtype=np.float64) for a in (output, weights, values))
+    _check_fit(out, w, v)
     rows = check_rows(np.asarray(weights), mask=mask)
     scale = max(1.0, float(np.abs(v).max(initial=0)))
     atol = rows.atol * scale if atol is None else float(atol)
@@ -218,3 +220,13 @@ def check_convex_combination(output: ArrayLike, weights: ArrayLike, values: Arra
     excess = np.where(has_support, np.maximum(low - out, out - high), 0)
     return ConvexityReport(rows.on_simplex, mix_error, float(np.max(excess, initial=0)), atol)
 
+
+def _check_fit(out: np.ndarray, w: np.ndarray, v: np.ndarray) -> None:
+    """Raise unless out (..., T_q, d_v), w (..., T_q, T_k) and v (..., T_k, d_v) fit together."""
+    if (min(out.ndim, w.ndim, v.ndim) < 2 or w.shape[-1] != v.shape[-2] or out.shape[-1] != v.shape[-1]
+            or out.shape[-2] != w.shape[-2]):
+        raise ValueError(
+            f"output (..., T_q, d_v), weights (..., T_q, T_k) and values (..., T_k, d_v) must fit together: "
+            f"got output {out.shape}, weights {w.shape}, values {v.shape}"
+        )
+    leading_shape(output=out, weights=w, values=v)

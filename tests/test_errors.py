@@ -378,3 +378,20 @@ def test_sparsemax_and_hardmax_name_a_bad_axis():
     np.testing.assert_array_equal(ac.sparsemax(x, axis=0), ac.sparsemax(x, axis=-2))
     np.testing.assert_array_equal(ac.hardmax(x, axis=np.int64(0)), [[1.0, 1.0], [0.0, 0.0]])
 
+
+def test_convex_combination_shapes_must_fit():
+    """Review 3.5.6: mismatched shapes gave a raw matmul gufunc or broadcasting error."""
+    from attncore.invariants import check_convex_combination
+
+    cases = [((4, 2), (4, 6), (5, 2)),  # T_k of weights and values differ
+             ((4, 3), (4, 5), (5, 2)),  # d_v of output and values differ
+             ((3, 2), (4, 5), (5, 2)),  # T_q of output and weights differ
+             ((2,), (4, 5), (5, 2))]  # output without its query axis
+    for out, w, v in cases:  # shapes
+        match = (r"^output \(\.\.\., T_q, d_v\), weights \(\.\.\., T_q, T_k\) and values \(\.\.\., T_k, d_v\) must "
+                 rf"fit together: got output {_shape(out)}, weights {_shape(w)}, values {_shape(v)}$")
+        with pytest.raises(ValueError, match=match):
+            check_convex_combination(_z(*out), np.full(w, 1 / w[-1]), _z(*v))
+    with pytest.raises(ValueError, match=r"leading \(batch, head\) dimensions must broadcast, got output \(2, 4, 2\)"):
+        check_convex_combination(_z(2, 4, 2), np.full((3, 4, 5), 0.2), _z(5, 2))
+
