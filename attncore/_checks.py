@@ -107,12 +107,14 @@ def positive_int(name: str, value: int, *, minimum: int = 1) -> int:
 
 
 def resolve_scale(scale: float | None, d_k: int) -> float:
-    """The softmax scale: 1/sqrt(d_k) by default, else a positive finite number."""
+    """The softmax scale: 1/sqrt(d_k) by default, else a positive finite number: a Python
+    or NumPy number, or a 0-d array such as np.array(0.5)."""
     if scale is None:
         return 1.0 / np.sqrt(d_k)
-    if isinstance(scale, bool) or not (isinstance(scale, numbers.Real) and np.isfinite(scale) and scale > 0):
+    value = scale[()] if isinstance(scale, np.ndarray) and scale.ndim == 0 else scale  # 0-d: the scalar inside
+    if isinstance(value, (bool, np.bool_)) or not (isinstance(value, numbers.Real) and np.isfinite(value) and value > 0):
         raise ValueError(f"scale must be a positive finite number, got {scale!r}")
-    return float(scale)
+    return float(value)
 
 
 def check_qk(q: ArrayLike, k: ArrayLike, *, check_finite: bool = True) -> tuple[FloatArray, FloatArray]:

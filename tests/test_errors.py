@@ -395,3 +395,14 @@ def test_convex_combination_shapes_must_fit():
     with pytest.raises(ValueError, match=r"leading \(batch, head\) dimensions must broadcast, got output \(2, 4, 2\)"):
         check_convex_combination(_z(2, 4, 2), np.full((3, 4, 5), 0.2), _z(5, 2))
 
+
+def test_scale_may_be_a_0d_array():
+    """Review 3.5.11: np.float32(0.5) was accepted and np.array(0.5) refused; both are one number."""
+    rng = np.random.default_rng(0)
+    q, k, v = rng.normal(size=(3, 4, 5))
+    expected = ac.attention(q, k, v, scale=0.5)
+    for call in (ac.attention, ac.flash_attention):
+        np.testing.assert_allclose(call(q, k, v, scale=np.array(0.5)), expected, rtol=1e-12, atol=1e-12)
+    for bad in (np.array(-1.0), np.array(np.nan), np.array([0.5]), np.array(True)):
+        with pytest.raises(ValueError, match=rf"^scale must be a positive finite number, got {re.escape(repr(bad))}$"):
+            ac.attention(q, k, v, scale=bad)
