@@ -85,7 +85,8 @@ def plot_attention(weights: ArrayLike, query_labels: Sequence[str] | None = None
     for i, j in zip(*np.nonzero(blocked)):
         ax.add_patch(Rectangle((j - 0.5, i - 0.5), 1, 1, facecolor=MASKED_COLOR,
                                edgecolor="0.6", hatch="///", linewidth=0, label="masked"))
-    if max(t_q, t_k) <= 12 if show_values is None else show_values:
+    show = max(t_q, t_k) <= 12 if show_values is None else show_values
+    if show:
         for i, j in zip(*np.nonzero(allowed)):
             ax.text(j, i, f"{w[i, j]:.2f}", ha="center", va="center", fontsize=7,
                     color="white" if w[i, j] < 0.6 else "black")
@@ -96,7 +97,7 @@ def plot_attention(weights: ArrayLike, query_labels: Sequence[str] | None = None
     return ax
 
 
-def _row_sum_bar(ax: Axes, sums: np.ndarray) -> Axes:
+def _row_sum_bar(ax: Axes, sums: np.ndarray) -> None:
     """A horizontal bar per query row, aligned with the heatmap rows."""
     bar = ax.inset_axes([1.02, 0, 0.18, 1], sharey=ax)
     bar.barh(np.arange(len(sums)), sums, color="tab:orange", height=0.6)
@@ -105,7 +106,6 @@ def _row_sum_bar(ax: Axes, sums: np.ndarray) -> Axes:
     bar.set_xticks([0, 1])
     bar.set_title("row sum", fontsize=8)
     bar.tick_params(labelleft=False)
-    return bar
 
 
 def simplex_coordinates(points: ArrayLike) -> np.ndarray:
