@@ -27,6 +27,16 @@ ALL = list(ASSIGNMENTS)
 # Tests that share the module's course fixture run on one xdist worker.
 pipeline = pytest.mark.xdist_group("pipeline")
 CRASHED = ("01-convention", "attention_weights")  # graded with its cell raising at load
+# A wrong function that others call: (function, source, the functions that call it).
+WRONG_CALLEE = {
+    "01-convention": ("attention_scores", "def attention_scores(Q, K):\n    return K @ Q.T\n",
+                      ["attention_weights", "attention"]),
+    "04-heads": ("kv_head_for", "def kv_head_for(q_head, n_q_heads, n_kv_heads):\n"
+                                "    return q_head % n_kv_heads\n", ["grouped_query_attention"]),
+    "07-real-model": ("split_heads", "def split_heads(x, n_heads):\n    B, T, D = x.shape\n"
+                                     "    return x.reshape(B, n_heads, T, D // n_heads)\n",
+                      ["layer_attention"]),
+}
 
 
 @pytest.fixture(scope="module")
@@ -40,6 +50,9 @@ def course(tmp_path_factory):
         course.submit(assignment, "untouched", release_notebook(assignment))
         course.submit(assignment, "wrong", submission(assignment, {
             last_wrong(assignment).function: last_wrong(assignment).source}))
+        if assignment in WRONG_CALLEE:
+            function, source, _ = WRONG_CALLEE[assignment]
+            course.submit(assignment, "wrong-callee", submission(assignment, {function: source}))
         if assignment == CRASHED[0]:  # a solution cell that raises before its def
             course.submit(assignment, "crashed", submission(assignment, {
                 CRASHED[1]: "scale = 1 / 0\n" + reference_sources(assignment)[CRASHED[1]]}))
@@ -163,9 +176,9 @@ def test_feedback_wraps_long_lines(course):
 def test_a_cell_that_raised_when_loaded_says_so_in_the_feedback(course):
     assignment, function = CRASHED
     page = html.unescape(feedback_page(course, "crashed", assignment))
-    raised = "raised ZeroDivisionError (line 1): division by zero"
-    # under the student's cell itself
-    assert f"When the grader ran this cell, it {raised}.\nThe cell stopped there" in page
+    raised = "raised ZeroDivisionError (line 1): division by zero.\n  line 1: scale = 1 / 0"
+    # under the student's cell itself, with the line that raised
+    assert f"When the grader ran this cell, it {raised}\nThe cell stopped there" in page
     # and in each of its test cells, which give no points
     points = points_by_function(course.grades(assignment, "crashed"), assignment)
     score, _, messages = points[function]
@@ -197,6 +210,19 @@ def test_a_wrong_solution_loses_points_and_is_named_in_the_gradebook(course, ass
     page = (course.root / ".nbgrader" / "feedback" / "wrong" / assignment
             / f"{assignment}.html").read_text()
     assert wrong.misconception in html.unescape(page)
+
+
+@pipeline
+@pytest.mark.parametrize("assignment", list(WRONG_CALLEE))
+def test_a_wrong_callee_costs_its_own_points_only(course, assignment):
+    """Its callers get their points, and their cells say why they were graded again."""
+    wrong, _, callers = WRONG_CALLEE[assignment]
+    points = points_by_function(course.grades(assignment, "wrong-callee"), assignment)
+    assert points[wrong][0] == 0
+    assert all(s == m for f, (s, m, _) in points.items() if f != wrong)
+    outputs = "\n".join(g.output for g in course.grades(assignment, "wrong-callee"))
+    for caller in callers:
+        assert f"Your {caller} is right: it failed only because your {wrong} is wrong" in outputs
 
 
 @pipeline

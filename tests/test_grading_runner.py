@@ -175,3 +175,15 @@ def test_a_cell_that_hangs_stops_only_itself(tmp_path):
         assert "did not finish" in session.load_problems["b"]
         outcome = session.worker.call("f", {"Q": np.zeros(1), "K": np.zeros(1)}, (), False)
     assert outcome.returned == 1
+
+
+def test_a_cell_that_raised_when_loaded_shows_its_lines_innermost_last(tmp_path):
+    deep = "def f(n):\n    return 1 / 0 if n == 0 else f(n - 1)\n\nf(10)\n"
+    code = [("a", "x = 1\ny = [][x]"), ("deep", deep), ("long", "z = 1\n" * 3 + "w = '" + "v" * 1000 + "' + 1")]
+    with Session(code, tmp_path, time_limit=30) as session:
+        problems = session.load_problems
+    assert problems["a"] == "raised IndexError (line 2): list index out of range\n  line 2: y = [][x]"
+    lines = problems["deep"].split("\n")
+    assert lines[0] == "raised ZeroDivisionError (line 2): division by zero"
+    assert lines[1:] == ["  line 2: return 1 / 0 if n == 0 else f(n - 1)"] * 3  # at most three
+    assert all(len(line) <= 310 for line in problems["long"].split("\n"))  # shortened

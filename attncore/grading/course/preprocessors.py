@@ -4,7 +4,7 @@ from nbgrader.preprocessors import NbGraderPreprocessor
 from traitlets import Enum, Float, Integer
 
 from .layout import function_of
-from .runner import TIME_LIMIT, grade_notebook, test_cells
+from .runner import TIME_LIMIT, as_sentence, grade_notebook, test_cells
 
 
 class GradeOutOfProcess(NbGraderPreprocessor):
@@ -41,7 +41,7 @@ class GradeOutOfProcess(NbGraderPreprocessor):
             meta = cell.metadata.get("nbgrader", {})
             function = meta.get("grade_id")
             if cell.cell_type == "code" and meta.get("solution") and function in loaded:
-                text = (f"When the grader ran this cell, it {loaded[function]}.\nThe cell "
+                text = (f"When the grader ran this cell, it {as_sentence(loaded[function])}\nThe cell "
                         f"stopped there: what it defines after that point is missing. Restart "
                         f"the kernel and run all cells to see the whole error.")
                 cell.outputs = [nbformat.v4.new_output("error", ename="CellError", evalue=text,

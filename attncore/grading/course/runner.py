@@ -277,7 +277,7 @@ class Session:
 
     def _not_defined(self, function, what):
         problem = self.load_problems.get(function)
-        why = f" Its cell {problem}." if problem else ""
+        why = f" Its cell {as_sentence(problem)}" if problem else ""
         return message(function, f"{what} after the notebook's cells ran.{why}", show_values=False,
                        fix=f"make the cell with `def {function}(...)` run without errors "
                            f"(restart the kernel and run all cells to see).")
@@ -297,7 +297,7 @@ class Session:
                 self.skip.add(name)
                 return self._start()
             if reply.get("raised"):
-                self.load_problems[name] = f"raised {shorten(reply['raised'])}"
+                self.load_problems[name] = f"raised {_bounded_lines(reply['raised'])}"
 
 
 class Worker:
@@ -496,6 +496,19 @@ def _bounded_notes(notes):
         if len(kept) == MAX_NOTES:
             break
     return tuple(kept)
+
+
+def _bounded_lines(text, most=4):
+    """At most `most` lines of text, each shortened: what a cell raised when loaded."""
+    return "\n".join(shorten(line) if index == 0 else "  " + shorten(line)
+                     for index, line in enumerate(str(text).splitlines()[:most]))
+
+
+def as_sentence(problem):
+    """What a cell did when loaded, as a sentence: its first line ends with a full stop,
+    the cell's lines it went through follow."""
+    head, *lines = problem.split("\n")
+    return "\n".join([head + ".", *lines])
 
 
 def _stood_in(names, stand_ins):

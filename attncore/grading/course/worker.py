@@ -38,7 +38,8 @@ from .arena import Arena
 # Hard limits, set before any learner code runs: no code in this process can raise them.
 HARD_LIMITS = {"RLIMIT_AS": 8 << 30, "RLIMIT_FSIZE": 256 << 20, "RLIMIT_CPU": 900,
                "RLIMIT_CORE": 0}
-SANDBOXED_LIMITS = {"RLIMIT_NPROC": 256}  # counted per user: only where the user is the sandbox's
+SANDBOXED_LIMITS = {"RLIMIT_NPROC": 256}
+LOAD_ERROR_LINES = 3  # lines of a cell shown under the error it raised when loaded  # counted per user: only where the user is the sandbox's
 
 
 def main(in_fd, out_fd, arena_fd=None, arena_bytes=0):
@@ -68,11 +69,20 @@ def run_cell(namespace, name, source):
         try:
             exec(compile(_python_source(source), f"<cell {name}>", "exec"), namespace)
         except (Exception, SystemExit) as error:
-            frames = [f for f in traceback.extract_tb(error.__traceback__)
-                      if f.filename == f"<cell {name}>"]
-            line = f" (line {frames[-1].lineno})" if frames else ""
-            raised = f"{type(error).__name__}{line}: {shorten(error)}"
+            raised = _load_error(error, name, source)
     return {"raised": raised, "notes": notes}
+
+
+def _load_error(error, name, source):
+    """'ZeroDivisionError (line 1): division by zero', then the cell's lines the error
+    passed through (at most LOAD_ERROR_LINES, the innermost last)."""
+    frames = [f for f in traceback.extract_tb(error.__traceback__)
+              if f.filename == f"<cell {name}>"]
+    line = f" (line {frames[-1].lineno})" if frames else ""
+    lines = source.splitlines()
+    where = [f"  line {f.lineno}: {shorten(lines[f.lineno - 1].strip())}"
+             for f in frames[-LOAD_ERROR_LINES:] if 0 < f.lineno <= len(lines)]
+    return "\n".join([f"{type(error).__name__}{line}: {shorten(error)}", *where])
 
 
 def call(namespace, request, arena):
