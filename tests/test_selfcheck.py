@@ -1,4 +1,5 @@
 """`attncore-check NOTEBOOK`: the learner's one command, run as a learner runs it."""
+import json
 import shutil
 import subprocess
 import sys
@@ -38,6 +39,40 @@ def test_named_mistake_is_printed_with_its_fix_and_exit_one(tmp_path):
         in result.stdout
     assert "How to fix: rows are queries and columns are keys" in result.stdout
     assert "Traceback" not in result.stdout
+
+
+def test_json_gives_points_passed_and_misconception_per_function_and_suite(tmp_path):
+    """`--json`: one JSON object on stdout, nothing else, for CI and LMS import."""
+    wrong = "def attention_scores(Q, K):\n    return K @ Q.T / np.sqrt(Q.shape[-1])\n"
+    for name, replaced, status in [("right", {}, 0), ("wrong", {"attention_scores": wrong}, 1)]:
+        notebook = tmp_path / name / "01-convention.ipynb"
+        notebook.parent.mkdir()
+        nbformat.write(submission("01-convention", replaced), notebook)
+        result = run_check("--json", "--seed", 7, notebook)
+        assert result.returncode == status, result.stdout + result.stderr
+        report = json.loads(result.stdout)
+        assert (report["assignment"], report["seed"]) == ("01-convention", 7)
+        assert "hidden cases drawn with seed 7" in report["graded"]
+        functions = {f["function"]: f for f in report["functions"]}
+        assert list(functions) == ["attention_scores", "attention_weights", "attention"]
+        for function, entry in functions.items():
+            lost = name == "wrong" and function == "attention_scores"
+            assert entry["passed"] is not lost and entry["max_points"] == 3
+            assert entry["points"] == (0 if lost else 3)
+            assert entry["misconception"] == ("transposed score matrix (K Q^T)" if lost else None)
+            assert entry["points"] == sum(s["points"] for s in entry["suites"])
+            for suite in entry["suites"]:
+                assert suite["grade_id"] == f"{function}-{suite['suite']}"
+                assert suite["passed"] is not lost and suite["misconception"] == entry["misconception"]
+        assert report["points"] == (6 if name == "wrong" else 9) and report["max_points"] == 9
+        assert report["full_marks"] is (name == "right")
+        assert report["written_answers"] == [{"grade_id": "axis_answer", "points": None,
+                                              "max_points": 2.0}]
+
+
+def test_json_of_a_path_that_is_no_notebook_says_the_error(tmp_path):
+    result = run_check("--json", tmp_path / "missing.ipynb")
+    assert result.returncode == 2 and "no such file" in json.loads(result.stdout)["error"]
 
 
 def test_hidden_tests_run_without_solutions_and_count_when_they_fail(tmp_path):
@@ -91,7 +126,7 @@ def test_assignment_name_finds_the_notebook_from_the_exercises_folder(tmp_path):
 def test_console_entry_point_is_installed():
     script = Path(sys.executable).parent / "attncore-check"
     result = subprocess.run([str(script), "--help"], capture_output=True, text=True)
-    assert result.returncode == 0 and "notebook" in result.stdout
+    assert result.returncode == 0 and "notebook" in result.stdout and "--json" in result.stdout
 
 
 @pytest.mark.parametrize("make, message", [

@@ -5,15 +5,19 @@ Your notebook's code runs in a separate process, in a sandbox where one can star
 with bubblewrap), exactly as when an instructor autogrades it, and every suite the
 installed attncore has for the assignment is run: the visible tests and the hidden ones,
 whose random inputs are drawn from a fresh seed (printed, so `--seed N` replays a run).
-The result is printed per function: points, and what went wrong, by name.
+The result is printed per function: points, and what went wrong, by name; with `--json`,
+as one JSON object (per function and suite: points, passed, the misconception named) for
+CI and for importing into a learning management system.
 """
 import argparse
 import json
+import secrets
 import sys
 from pathlib import Path
 
 from ..engine import ASSIGNMENTS, SPECS
-from .layout import function_of, grade_id
+from ..engine.probe import GENERIC
+from .layout import function_of, grade_id, parse_grade_id
 from .runner import CellVerdict, grade_notebook, test_cells
 
 
@@ -30,14 +34,27 @@ def main(argv=None):
                                          "assignment's name, e.g. 03-masking")
     parser.add_argument("--seed", type=int, default=None,
                         help="draw the hidden cases with this seed (to replay a run)")
+    parser.add_argument("--json", action="store_true",
+                        help="print one JSON object instead of the table, for CI or an LMS: "
+                             "the assignment, the seed, the total, and per function and per "
+                             "suite the points, the maximum, passed, and the misconception "
+                             "named (null when none is); same exit status")
     argv = sys.argv[1:] if argv is None else list(argv)
     args = parser.parse_args(argv[1:] if argv[:1] == ["check"] else argv)
+    # Drawn here, not in the runner, so that the JSON can give it (the runner draws the same way).
+    seed = secrets.randbelow(2 ** 31) if args.seed is None else args.seed
     try:
         path = locate(args.notebook)
-        assignment, grades, written = grade(path, seed=args.seed)
+        assignment, grades, written = grade(path, seed=seed)
     except NotAnAssignment as error:
         print(f"error: {error}", file=sys.stderr)
+        if args.json:
+            print(json.dumps({"notebook": args.notebook, "error": str(error)}, indent=2))
         return 2
+    if args.json:
+        result = as_json(path, assignment, grades, written, seed)
+        print(json.dumps(result, indent=2))
+        return 0 if result["full_marks"] else 1
     text, full_marks = report(assignment, grades, written)
     print(f"checked {path}\n{text}")
     return 0 if full_marks else 1
@@ -128,3 +145,46 @@ def report(assignment, grades, written=()):
         lines += ["", f"== {title}", verdict.text(how=False)]
     full = all(verdict.passed for _, _, verdict in grades)
     return "\n".join(lines), full
+
+
+def misconception_of(function, verdict):
+    """The catalogued misconception a failed verdict names, or None (passed, not written,
+    did not finish, a mistake no catalogue entry explains). Read from the feedback's first
+    line, "function: headline", which is the misconception's name when one was recognised."""
+    if verdict.passed or not verdict.message:
+        return None
+    headline = verdict.message.splitlines()[0].removeprefix(f"{function}: ")
+    names = {m.name for m in SPECS[function].misconceptions} | set(GENERIC)
+    return headline if headline in names else None
+
+
+def as_json(path, assignment, grades, written, seed):
+    """The self-check's result as a JSON-ready dict: per function and per suite, points,
+    max_points, passed and misconception (the first failing suite's, for a function)."""
+    functions = []
+    for function in ASSIGNMENTS[assignment]:
+        suites = [{"grade_id": gid, "suite": parse_grade_id(gid)[1],
+                   "points": float(points or 0) if verdict.passed else 0.0,
+                   "max_points": float(points or 0),
+                   "passed": verdict.passed, "misconception": misconception_of(function, verdict),
+                   "feedback": verdict.text(how=False)}
+                  for gid, points, verdict in grades if function_of(gid) == function]
+        failed = [suite for suite in suites if not suite["passed"]]
+        functions.append({
+            "function": function,
+            "points": sum(suite["points"] for suite in suites),
+            "max_points": sum(suite["max_points"] for suite in suites),
+            "passed": not failed,
+            "misconception": next((s["misconception"] for s in failed if s["misconception"]),
+                                  None),
+            "suites": suites})
+    how = next((verdict.how for _, _, verdict in grades if verdict.how), "")
+    return {
+        "notebook": str(path), "assignment": assignment, "seed": seed, "graded": how,
+        "points": sum(f["points"] for f in functions),
+        "max_points": sum(f["max_points"] for f in functions),
+        "full_marks": all(f["passed"] for f in functions),
+        "functions": functions,
+        "written_answers": [{"grade_id": gid, "points": None, "max_points": float(points)}
+                            for gid, points in written],
+    }
