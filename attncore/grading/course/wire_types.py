@@ -1,0 +1,15 @@
+"""The library's own values that exercises pass to learners' functions: what course.wire
+rebuilds on arrival besides plain data (None, numbers, strings, arrays, lists, tuples and
+dicts of these). Nothing that is not listed here is ever rebuilt.
+
+RECORDS: frozen dataclasses, sent field by field under their module and name.
+NAMED: {kind: {name: value}}, fixed values that hold code (a feature map is a function),
+sent by kind and name only.
+
+An exercise that passes a new kind of value lists it here; the wire format stays as it is.
+"""
+from ...bert import AttentionWeights
+from ...feature_maps import BY_NAME
+
+RECORDS = (AttentionWeights,)
+NAMED = {"feature map": BY_NAME}
