@@ -21,11 +21,11 @@ def softmax_one(x):
     e = np.exp(z - m)
     return (e / (np.exp(-m) + e.sum(axis=-1, keepdims=True))).astype(x.dtype)
 '''),
-    Right("softmax_one", "log space with np.logaddexp", '''
+    Right("softmax_one", "log space with np.logaddexp, the shift kept apart", '''
 def softmax_one(x):
-    m = x.max(axis=-1, keepdims=True)
-    lse = m + np.log(np.exp(x - m).sum(axis=-1, keepdims=True))   # log sum_k exp(x_k)
-    return np.exp(x - np.logaddexp(0, lse))                        # log(1 + sum) = logaddexp(0, lse)
+    m = np.maximum(x.max(axis=-1, keepdims=True), 0)
+    log_s = np.log(np.exp(x - m).sum(axis=-1, keepdims=True))     # log sum_k exp(x_k - m)
+    return np.exp((x - m) - np.logaddexp(-m, log_s))               # log(exp(-m) + s): small
 '''),
     Right("softmax_one", "an extra key of score 0, a helper named check, a print to stderr", '''
 import sys

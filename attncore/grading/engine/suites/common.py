@@ -5,6 +5,8 @@ import numpy as np
 
 import attncore
 
+from attncore.invariants import default_atol
+
 from ..probe import Misconception, drawn_with, same
 
 
@@ -295,3 +297,43 @@ SCALE_AFTER_SOFTMAX_FIX = ("divide the SCORES by sqrt(d_k), before the softmax: 
                            "softmax(Q K^T / sqrt(d_k)). Dividing the weights (or the output) "
                            "afterwards leaves rows that sum to 1/sqrt(d_k) instead of 1, and "
                            "the softmax itself sees unscaled scores, so it is too peaked.")
+
+
+LSE_ROUNDED = "exp(x - lse): rows miss 1 by more than rounding allows"
+LSE_ROUNDED_FIX = (
+    "divide by the row sum instead: e = np.exp(x - m); e / e.sum(axis=-1, keepdims=True). x - m "
+    "is exact for the scores that matter, so the rows sum to 1 within a few eps. If you want "
+    "exp(x - lse), keep the small part apart: np.exp((x - m) - np.log(s)) with s = "
+    "sum(exp(x - m)), never x - (m + log(s)), whose m + log(s) rounds away log(s)'s digits "
+    "when |m| is large.")
+
+
+def rounded_rows(argument, at_most_one=False, name=LSE_ROUNDED, fix=LSE_ROUNDED_FIX):
+    """LSE_ROUNDED, for a softmax whose text promises rows that sum to 1 (at_most_one: to at
+    most 1, as softmax-1's) within the slack max(4 n, 8) eps: values within tolerance of the
+    reference, and a row further from its promise than the slack. Rows the reference leaves
+    all 0 (nothing to attend to) promise nothing. argument: the scores' name."""
+    def detect(arguments, got, expected):
+        got, expected = np.asarray(got), np.asarray(expected)
+        if got.shape != expected.shape or not same(got, expected) or not got.size:
+            return None
+        n, dtype = got.shape[-1], got.dtype
+        slack = default_atol(n, dtype)
+        sums = got.astype(np.float64).sum(axis=-1)
+        off = np.maximum(sums - 1, 0) if at_most_one else np.where(
+            np.asarray(expected, np.float64).sum(axis=-1) > 0, sums - 1, 0)
+        worst = np.unravel_index(int(np.argmax(np.abs(off))), off.shape)
+        if abs(off[worst]) <= slack:
+            return None
+        x = np.asarray(arguments[argument])
+        spacing = float(np.spacing(np.abs(x[np.isfinite(x)]).max(initial=0).astype(dtype)))
+        return (f"Entry by entry your values are close to the reference, but row "
+                f"{tuple(map(int, worst))} sums to 1 {off[worst]:+.3g}: "
+                f"{abs(off[worst]) / slack:.0f} times the slack max(4 n, 8) eps = {slack:.3g} "
+                f"that rounding allows for rows of n = {n} in {dtype}"
+                f"{' (its rows sum to at most 1)' if at_most_one else ''}. The usual cause: "
+                f"exp(x - lse) with lse = m + log(sum(exp(x - m))). lse is rounded to the "
+                f"precision of the scores (about {spacing:.3g} here), and every weight of the "
+                f"row is off by that factor.")
+
+    return Misconception(name, fix, detect=detect, close_too=True)

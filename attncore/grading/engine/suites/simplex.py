@@ -20,7 +20,7 @@ from ..probe import Case, FunctionSpec, Misconception, same
 from .common import (
     DRAWN, GLOBAL_MAX, GLOBAL_MAX_FIX, MIN_SUBTRACTED, MIN_SUBTRACTED_FIX, UNSTABLE, UNSTABLE_FIX,
     WRONG_AXIS, WRONG_AXIS_FIX, along_axis_detail, along_other_axes, arrays, global_max_softmax,
-    integers, min_softmax, naive_softmax, rows_of_different_scales, two_d_only,
+    integers, min_softmax, naive_softmax, rounded_rows, rows_of_different_scales, two_d_only,
 )
 
 ASSIGNMENT = "02-simplex"
@@ -111,28 +111,6 @@ def _clipped_naive(x):
     return e / e.sum(axis=-1, keepdims=True)
 
 
-LSE_ROUNDED = "exp(x - lse): rows miss 1 by more than rounding allows"
-
-
-def _rows_off(arguments, got, expected):
-    """Values within tolerance of the softmax, rows further from 1 than the slack."""
-    got = np.asarray(got)
-    if got.shape != np.shape(expected) or not same(got, expected):
-        return None
-    n, dtype = got.shape[-1], got.dtype
-    slack = default_atol(n, dtype)
-    off = got.astype(np.float64).sum(axis=-1) - 1
-    worst = np.unravel_index(int(np.argmax(np.abs(off))), off.shape)
-    if abs(off[worst]) <= slack:
-        return None
-    return (f"Entry by entry your values are close to the softmax, but row {tuple(map(int, worst))} "
-            f"sums to 1 {off[worst]:+.3g}: {abs(off[worst]) / slack:.0f} times the slack "
-            f"max(4 n, 8) eps = {slack:.3g} that rounding allows for rows of n = {n} in {dtype}. "
-            f"The usual cause: exp(x - lse) with lse = m + log(sum(exp(x - m))). lse is rounded "
-            f"to the precision of the scores (about {float(np.spacing(np.abs(arguments['scores']).max().astype(dtype))):.3g} "
-            f"here), and every weight of the row is off by that factor.")
-
-
 WHOLE = "normalised over the whole array instead of each row"
 KEEPDIMS = "row maximum or row sum without keepdims"
 
@@ -166,14 +144,7 @@ SOFTMAX_MISCONCEPTIONS = [
                   detail="exp of these scores overflows (or underflows to 0) unless each row's "
                          "maximum is subtracted first."),
     Misconception(GLOBAL_MAX, GLOBAL_MAX_FIX, variants=(global_max_softmax,)),
-    Misconception(
-        LSE_ROUNDED,
-        "divide by the row sum instead: e = np.exp(x - m); e / e.sum(axis=-1, keepdims=True). "
-        "x - m is exact for the scores that matter, so the rows sum to 1 within a few eps. If "
-        "you want exp(x - lse), keep the small part apart: np.exp((x - m) - np.log(s)) with "
-        "s = sum(exp(x - m)), never x - (m + log(s)), whose m + log(s) rounds away log(s)'s "
-        "digits when |m| is large.",
-        detect=_rows_off, close_too=True),
+    rounded_rows("scores"),
 ]
 
 

@@ -10,7 +10,7 @@ from attncore.feature_maps import ELU_PLUS_ONE, EXP, EXP_PAIRS, RELU_PLUS_EPS, F
 from ..probe import Case, FunctionSpec, Misconception
 from .common import (
     GLOBAL_MAX, GLOBAL_MAX_FIX, UNSTABLE, along_axis_detail, along_other_axes, arrays,
-    rows_of_different_scales, two_d_only,
+    rounded_rows, rows_of_different_scales, two_d_only,
 )
 
 ASSIGNMENT = "06-variants"
@@ -175,6 +175,13 @@ SOFTMAX_ONE_MISCONCEPTIONS = [
     ),
     Misconception(GLOBAL_MAX, GLOBAL_MAX_FIX + " (For softmax-1: m = max(0, row max), per row.)",
                   variants=(_softmax_one_global_max,)),
+    rounded_rows(
+        "x", at_most_one=True, name="exp(x - lse): rows sum to more than 1",
+        fix="divide by the denominator itself: e = np.exp(x - m); e / (np.exp(-m) + "
+            "e.sum(axis=-1, keepdims=True)) with m = max(0, row max). If you want exp(x - lse), "
+            "keep the small part apart: np.exp((x - m) - np.log(s)) with s = exp(-m) + "
+            "sum(exp(x - m)), never x - (m + log(s)), whose m + log(s) rounds away log(s)'s "
+            "digits when |m| is large."),
 ]
 
 
