@@ -26,8 +26,8 @@ def defined_as_the_worker_defines_it(spec):
 
 
 def test_the_functions_other_graded_functions_call_have_stand_ins():
-    assert {"attention_scores", "attention_weights", "kv_head_for", "online_softmax_stats",
-            "split_heads"} <= set(WITH_STAND_IN)
+    assert {"attention_scores", "attention_weights", "causal_mask", "kv_head_for",
+            "online_softmax_stats", "split_heads"} <= set(WITH_STAND_IN)
 
 
 @pytest.mark.parametrize("function", WITH_STAND_IN)
@@ -69,12 +69,23 @@ WRONG_UPSTREAM = [
     ("01-convention", "attention_scores",
      "def attention_scores(Q, K):\n    raise NotImplementedError()\n",
      ["attention_weights", "attention"]),
+    ("03-masking", "causal_mask",
+     "def causal_mask(t_q, t_k):\n    i, j = np.indices((t_q, t_k))\n"
+     "    return j < i + (t_k - t_q)\n",
+     ["sliding_window_mask"]),
     ("04-heads", "kv_head_for",
      "def kv_head_for(q_head, n_q_heads, n_kv_heads):\n    return q_head % n_kv_heads\n",
      ["grouped_query_attention"]),
     ("07-real-model", "split_heads", "def split_heads(x, n_heads):\n    B, T, D = x.shape\n"
      "    return x.reshape(B, n_heads, T, D // n_heads)\n", ["layer_attention"]),
 ]
+
+
+# Callers written to call the wrong function (the reference solutions do not).
+CALLERS = {"03-masking": {"sliding_window_mask": (
+    "def sliding_window_mask(t, window):\n"
+    "    i, j = np.indices((t, t))\n"
+    "    return causal_mask(t, t) & (j > i - window)\n")}}
 
 
 def by_function(result):
@@ -86,8 +97,8 @@ def by_function(result):
 
 @pytest.mark.parametrize("assignment, upstream, source, downstream", WRONG_UPSTREAM)
 def test_a_wrong_upstream_costs_its_own_points_only(assignment, upstream, source, downstream):
-    result = by_function(verdicts(submission(assignment, {upstream: source}),
-                                  sandbox="none", seed=5))
+    replaced = {upstream: source, **CALLERS.get(assignment, {})}
+    result = by_function(verdicts(submission(assignment, replaced), sandbox="none", seed=5))
     assert not any(verdict.passed for verdict in result[upstream])
     for function in downstream:
         for verdict in result[function]:

@@ -53,7 +53,8 @@ MASKING = {  # function: ({suite: number of cases}, misconceptions in the order 
         "masking with 0 or multiplying by the mask",
         "fully masked row giving NaN or a uniform row", "finite sentinel too weak for the scores",
         INVERTED, "mask applied after softmax", "a global instead of per-row maximum",
-        "unstable softmax (overflow)", "mask used as an index without broadcasting it"]),
+        "unstable softmax (overflow)", "mask used as an index without broadcasting it",
+        "exp(x - lse): rows miss 1 by more than rounding allows"]),
 }
 
 

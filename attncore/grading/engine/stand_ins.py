@@ -21,6 +21,11 @@ def attention_weights(Q, K):
     return e / e.sum(axis=-1, keepdims=True)
 
 
+def causal_mask(t_q, t_k):
+    """Bottom-right causal mask, bool (t_q, t_k): query i may attend to key j <= i + t_k - t_q."""
+    return np.arange(t_k)[None, :] <= np.arange(t_q)[:, None] + (t_k - t_q)
+
+
 def kv_head_for(q_head, n_q_heads, n_kv_heads):
     """The kv head (an int) that query head q_head reads."""
     return q_head // (n_q_heads // n_kv_heads)

@@ -5,6 +5,7 @@ import numpy as np
 
 from attncore import masks
 
+from ... import stand_ins
 from ...probe import SHAPE_OR_DTYPE, Case, FunctionSpec, Misconception
 from ..common import DRAWN, integers
 from .shared import (FORBIDDEN, INVERTED, INVERTED_FIX, NEGATIVE_SLICE, OFF_BY_ONE,
@@ -160,6 +161,7 @@ CAUSAL_MISCONCEPTIONS = [
 
 SPEC = FunctionSpec(
     name="causal_mask",
+    stand_in=stand_ins.causal_mask,
     reference=causal_reference,
     suites=CAUSAL_CASES,
     misconceptions=CAUSAL_MISCONCEPTIONS,

@@ -11,7 +11,8 @@ import attncore
 from attncore import masks
 
 from ...probe import Case, FunctionSpec, Misconception
-from ..common import GLOBAL_MAX, GLOBAL_MAX_FIX, UNSTABLE, UNSTABLE_FIX, arrays, two_d_only
+from ..common import (GLOBAL_MAX, GLOBAL_MAX_FIX, UNSTABLE, UNSTABLE_FIX, arrays, rounded_rows,
+                      two_d_only)
 from .masked_softmax_detectors import (fully_masked_detect, global_max_detect, inverted_detect,
                                        mask_after_detect, mask_with_zero_detect,
                                        sentinel_detect, unstable_detect)
@@ -212,6 +213,7 @@ SOFTMAX_MISCONCEPTIONS = [
                   on_error=lambda args, error_type, error_message: (
                       "Boolean indexing with the mask needs the mask in the scores' full "
                       "shape." if "boolean index did not match" in error_message else None)),
+    rounded_rows("scores"),
 ]
 
 
