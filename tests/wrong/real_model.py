@@ -11,6 +11,26 @@ NO_SOFTMAX = "softmax left out (scores used as weights)"
 SCALE_AFTER = "scale applied after the softmax"
 KEYS_AS_GIVEN = "K not transposed (rows of Q meet rows of K)"
 
+
+
+def with_weights(line):
+    """The layer of the notebook's reference with its weights A computed by `line`."""
+    return (LAYER_HEAD + "    " + line + "\n"
+            "    merged = (A @ v).transpose(0, 2, 1, 3).reshape(B, T, D)\n"
+            "    return merged @ weights.W_o + weights.b_o, A\n")
+
+
+LAYER_HEAD = '''
+def layer_attention(hidden, weights, attention_mask):
+    B, T, D = hidden.shape
+    H = weights.n_heads
+    d = D // H
+    q = split_heads(hidden @ weights.W_q + weights.b_q, H)
+    k = split_heads(hidden @ weights.W_k + weights.b_k, H)
+    v = split_heads(hidden @ weights.W_v + weights.b_v, H)
+    keep = attention_mask[:, None, None, :] == 1
+'''
+
 WRONG = [
     # ------------------------------------------------------------------ split_heads
     Wrong("split_heads", RESHAPE, '''
@@ -480,82 +500,16 @@ def layer_attention(hidden, weights, attention_mask):
     merged = (A @ v).transpose(0, 2, 1, 3).reshape(B, T, D)
     return merged @ weights.W_o + weights.b_o, A
 '''),
-    Wrong("layer_attention", NO_SOFTMAX, '''
-def layer_attention(hidden, weights, attention_mask):
-    B, T, D = hidden.shape
-    H = weights.n_heads
-    d = D // H
-    q = split_heads(hidden @ weights.W_q + weights.b_q, H)
-    k = split_heads(hidden @ weights.W_k + weights.b_k, H)
-    v = split_heads(hidden @ weights.W_v + weights.b_v, H)
-    keep = attention_mask[:, None, None, :] == 1
-    A = np.where(keep, q @ k.transpose(0, 1, 3, 2) / np.sqrt(d), 0)   # the masked scores
-    merged = (A @ v).transpose(0, 2, 1, 3).reshape(B, T, D)
-    return merged @ weights.W_o + weights.b_o, A
-'''),
-    Wrong("layer_attention", NO_SOFTMAX, '''
-def layer_attention(hidden, weights, attention_mask):
-    B, T, D = hidden.shape
-    H = weights.n_heads
-    d = D // H
-    q = split_heads(hidden @ weights.W_q + weights.b_q, H)
-    k = split_heads(hidden @ weights.W_k + weights.b_k, H)
-    v = split_heads(hidden @ weights.W_v + weights.b_v, H)
-    keep = attention_mask[:, None, None, :] == 1
-    A = q @ np.swapaxes(k, -1, -2) / np.sqrt(d)
-    merged = (A @ v).transpose(0, 2, 1, 3).reshape(B, T, D)
-    return merged @ weights.W_o + weights.b_o, A
-'''),
-    Wrong("layer_attention", SCALE_AFTER, '''
-def layer_attention(hidden, weights, attention_mask):
-    B, T, D = hidden.shape
-    H = weights.n_heads
-    d = D // H
-    q = split_heads(hidden @ weights.W_q + weights.b_q, H)
-    k = split_heads(hidden @ weights.W_k + weights.b_k, H)
-    v = split_heads(hidden @ weights.W_v + weights.b_v, H)
-    keep = attention_mask[:, None, None, :] == 1
-    A = softmax(q @ k.transpose(0, 1, 3, 2), mask=keep) / np.sqrt(d)
-    merged = (A @ v).transpose(0, 2, 1, 3).reshape(B, T, D)
-    return merged @ weights.W_o + weights.b_o, A
-'''),
-    Wrong("layer_attention", SCALE_AFTER, '''
-def layer_attention(hidden, weights, attention_mask):
-    B, T, D = hidden.shape
-    H = weights.n_heads
-    d = D // H
-    q = split_heads(hidden @ weights.W_q + weights.b_q, H)
-    k = split_heads(hidden @ weights.W_k + weights.b_k, H)
-    v = split_heads(hidden @ weights.W_v + weights.b_v, H)
-    keep = attention_mask[:, None, None, :] == 1
-    A = softmax(np.where(keep, q @ np.swapaxes(k, -1, -2), -np.inf)) / np.sqrt(d)
-    merged = (A @ v).transpose(0, 2, 1, 3).reshape(B, T, D)
-    return merged @ weights.W_o + weights.b_o, A
-'''),
-    Wrong("layer_attention", KEYS_AS_GIVEN, '''
-def layer_attention(hidden, weights, attention_mask):
-    B, T, D = hidden.shape
-    H = weights.n_heads
-    d = D // H
-    q = split_heads(hidden @ weights.W_q + weights.b_q, H)
-    k = split_heads(hidden @ weights.W_k + weights.b_k, H)
-    v = split_heads(hidden @ weights.W_v + weights.b_v, H)
-    keep = attention_mask[:, None, None, :] == 1
-    A = softmax(q @ k / np.sqrt(d), mask=keep)
-    merged = (A @ v).transpose(0, 2, 1, 3).reshape(B, T, D)
-    return merged @ weights.W_o + weights.b_o, A
-'''),
-    Wrong("layer_attention", KEYS_AS_GIVEN, '''
-def layer_attention(hidden, weights, attention_mask):
-    B, T, D = hidden.shape
-    H = weights.n_heads
-    d = D // H
-    q = split_heads(hidden @ weights.W_q + weights.b_q, H)
-    k = split_heads(hidden @ weights.W_k + weights.b_k, H)
-    v = split_heads(hidden @ weights.W_v + weights.b_v, H)
-    keep = attention_mask[:, None, None, :] == 1
-    A = softmax(np.matmul(q, k) / np.sqrt(d), mask=keep)
-    merged = (A @ v).transpose(0, 2, 1, 3).reshape(B, T, D)
-    return merged @ weights.W_o + weights.b_o, A
-'''),
+    Wrong("layer_attention", NO_SOFTMAX, with_weights(
+        'A = np.where(keep, q @ k.transpose(0, 1, 3, 2) / np.sqrt(d), 0)   # the masked scores')),
+    Wrong("layer_attention", NO_SOFTMAX, with_weights(
+        'A = q @ np.swapaxes(k, -1, -2) / np.sqrt(d)')),
+    Wrong("layer_attention", SCALE_AFTER, with_weights(
+        'A = softmax(q @ k.transpose(0, 1, 3, 2), mask=keep) / np.sqrt(d)')),
+    Wrong("layer_attention", SCALE_AFTER, with_weights(
+        'A = softmax(np.where(keep, q @ np.swapaxes(k, -1, -2), -np.inf)) / np.sqrt(d)')),
+    Wrong("layer_attention", KEYS_AS_GIVEN, with_weights(
+        'A = softmax(q @ k / np.sqrt(d), mask=keep)')),
+    Wrong("layer_attention", KEYS_AS_GIVEN, with_weights(
+        'A = softmax(np.matmul(q, k) / np.sqrt(d), mask=keep)')),
 ]
