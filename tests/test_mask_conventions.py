@@ -231,6 +231,24 @@ def test_hf_causal_mask_of_a_chunk_is_bottom_right():
     np.testing.assert_array_equal(got[0, 0].numpy(), masks.causal(2, 5, align="bottom_right"))
 
 
+def test_hf_sliding_window_holds_w_keys_and_chunked_attention_is_block_diagonal():
+    """Chapter 3, 'Windows, sinks, sparse patterns and packing': Transformers' current window
+    counts W keys, the query's own included (the course's convention); its chunked attention
+    (Llama 4's local layers) is block_diagonal(i // C) & causal."""
+    transformers()
+    from transformers.masking_utils import (chunked_causal_mask_function, sdpa_mask,
+                                            sliding_window_causal_mask_function)
+
+    T, W, C = 9, 3, 4
+    window = sdpa_mask(batch_size=1, q_length=T, kv_length=T, allow_is_causal_skip=False,
+                       mask_function=sliding_window_causal_mask_function(W))[0, 0].numpy()
+    np.testing.assert_array_equal(window, masks.sliding_window(T, W))
+    chunked = sdpa_mask(batch_size=1, q_length=T, kv_length=T, allow_is_causal_skip=False,
+                        mask_function=chunked_causal_mask_function(C, torch.zeros(1, dtype=torch.long))
+                        )[0, 0].numpy()
+    np.testing.assert_array_equal(chunked, masks.block_diagonal(np.arange(T) // C) & masks.causal(T))
+
+
 def test_hf_eager_mask_adds_the_dtype_minimum_and_empty_rows_are_uniform():
     transformers()
     from transformers.masking_utils import eager_mask
@@ -291,12 +309,16 @@ def test_hf_model_attention_mask_zero_hides_the_pads():
 
 # --- Libraries the course does not install: checked when present ----------------------------
 
-def test_xformers_triangular_masks():
+def test_xformers_triangular_and_block_diagonal_masks():
     fmha = pytest.importorskip("xformers.ops.fmha.attn_bias", reason="xFormers is not installed")
     for bias, align in ((fmha.LowerTriangularMask(), "top_left"),
                         (fmha.LowerTriangularFromBottomRightMask(), "bottom_right")):
         got = bias.materialize((3, 6), dtype=torch.float32).numpy()
         np.testing.assert_array_equal(got, masks.to_additive(masks.causal(3, 6, align=align)))
+    packed = fmha.BlockDiagonalCausalMask.from_seqlens([3, 2, 4]).materialize((9, 9), dtype=torch.float32)
+    ids = np.repeat(np.arange(3), [3, 2, 4])
+    np.testing.assert_array_equal(packed.numpy(),
+                                  masks.to_additive(masks.block_diagonal(ids) & masks.causal(9)))
 
 
 def test_flash_attn_causal_is_bottom_right():
