@@ -2,8 +2,9 @@
 
 Each attempt sits in the solution cell of an assignment's last graded function (which no
 other function calls), around a wrong solution of it from tests/wrong/, so that it could
-gain points only by defeating the grader. Through the self-check's runner, for every
-assignment, and through nbgrader autograde, for one, every attempt scores zero for that
+gain points only by defeating the grader. Through the self-check's runner (each attempt
+once, or in every assignment where it depends on the assignment's function: see CASES),
+and through nbgrader autograde, for one assignment, every attempt scores zero for that
 function, the other functions keep full marks, and the feedback says what happened. The
 learner's code runs in a worker that never holds an expected value, so what these
 attempts replace is not the grader.
@@ -155,7 +156,19 @@ def assert_only_the_last_lost(points, function, name):
     return "\n".join(messages)
 
 
-CASES = [(a, n) for a in ASSIGNMENTS for n in [*AT_IMPORT, *AT_CALL]]
+# Which attempts run in which assignments. What an attempt attacks is the worker process
+# (its modules, its IPython shell, its pipes, its limits, its frames) and the runner that
+# restarts it; every assignment's notebook runs in the same worker, so these attempts run
+# once, in GENERIC_IN (the cheapest notebook). One attempt depends on the assignment's
+# function: "a return value that equals anything" returns an ndarray subclass whose ==
+# is always True, and whether the grader refuses it depends on what the last function
+# returns (an array in most, a bool from is_row_stochastic, an int from kv_cache_bytes),
+# which the grader validates and compares per function; it runs in every assignment.
+GENERIC_IN = "01-convention"
+PER_ASSIGNMENT = ["a return value that equals anything"]
+assert set(PER_ASSIGNMENT) <= set(AT_IMPORT) | set(AT_CALL)
+CASES = ([(GENERIC_IN, n) for n in [*AT_IMPORT, *AT_CALL] if n not in PER_ASSIGNMENT]
+         + [(a, n) for a in ASSIGNMENTS for n in PER_ASSIGNMENT])
 
 
 @pytest.mark.parametrize("assignment, name", CASES, ids=[f"{a}:{n}" for a, n in CASES])
