@@ -400,8 +400,8 @@ def test_profile_shares_add_up():
 def test_profile_refuses_cleanly_off_x86_64(monkeypatch):
     """Off x86-64 llvm.readcyclecounter may read a register user space cannot (SIGILL on
     AArch64): profile must refuse before any kernel runs."""
-    monkeypatch.setattr(jit.platform, "machine", lambda: "aarch64")
-    monkeypatch.setattr(jit, "_prepare", lambda *args: pytest.fail("profile ran the kernel"))
+    monkeypatch.setattr(platform, "machine", lambda: "aarch64")
+    monkeypatch.setattr(jit.introspection, "_prepare", lambda *args: pytest.fail("profile ran the kernel"))
     x = np.ones((4, 8), np.float32)
     with pytest.raises(NotImplementedError, match=r"x86-64 cycle counter \(rdtsc\).*'aarch64'"):
         jit.profile(x, x, x)
@@ -420,7 +420,7 @@ def test_profile_refuses_cleanly_off_x86_64(monkeypatch):
 )
 def test_tile_product_checks_shapes_before_the_kernel_reads(monkeypatch, a_shape, b_shape, match):
     """Review 4.3.1: (2, 5) @ (3, 2) read past b and returned 1.16e33 and NaN."""
-    monkeypatch.setattr(jit, "_products", lambda *args: pytest.fail("compiled code ran"))
+    monkeypatch.setattr(jit.introspection, "_products", lambda *args: pytest.fail("compiled code ran"))
     with pytest.raises(ValueError, match=match):
         jit.tile_product(np.ones(a_shape, np.float32), np.ones(b_shape, np.float32))
 
@@ -450,7 +450,7 @@ def test_without_avx_the_portable_path_runs_instead_of_aborting(tmp_path):
     assert done.returncode == 0, done.stderr[-3000:]
     path, noted, warned, error = done.stdout.split()
     assert path == "portable" and float(error) < 1e-5
-    slower = jit.host_path(jit._cpu_features()) != "portable"  # this CPU has AVX2 or AVX-512
+    slower = jit.host_path(jit.isa._cpu_features()) != "portable"  # this CPU has AVX2 or AVX-512
     assert noted == str(slower) and warned == str(int(slower))
 
 
@@ -504,7 +504,7 @@ def test_bad_inputs_raise():
 
 
 def test_a_remembered_layout_keeps_every_check(monkeypatch):
-    """A call with the shapes and settings of an earlier one reuses its layout (jit._LAYOUTS),
+    """A call with the shapes and settings of an earlier one reuses its layout (jit.layout._LAYOUTS),
     but an argument of another type or value is still checked, and the path and thread
     count of this call are the ones used."""
     x = np.random.default_rng(7).standard_normal((2, 40, 8)).astype(np.float32)
@@ -522,12 +522,12 @@ def test_a_remembered_layout_keeps_every_check(monkeypatch):
         jit.flash_attention(x, np.where(x > 2, np.inf, x), x, causal=True, scale=1.0)
     expected = jit.flash_attention(x, x, x, path="loops")
     monkeypatch.setenv(jit.ENV_PATH, "loops")
-    assert jit._prepare(x, x, x, False, None, jit.BLOCK_K, None, None)[1].shape.name == "loops"
+    assert jit.layout._prepare(x, x, x, False, None, jit.BLOCK_K, None, None)[1].shape.name == "loops"
     np.testing.assert_array_equal(jit.flash_attention(x, x, x), expected)
     threads = numba.get_num_threads()
     try:
         numba.set_num_threads(1)
-        assert jit._prepare(x, x, x, False, None, jit.BLOCK_K, None, None)[1].threads == 1
+        assert jit.layout._prepare(x, x, x, False, None, jit.BLOCK_K, None, None)[1].settings.threads == 1
         np.testing.assert_array_equal(jit.flash_attention(x, x, x), expected)
     finally:
         numba.set_num_threads(threads)
@@ -539,14 +539,14 @@ def test_read_only_and_strided_inputs_give_the_same_bits_without_a_new_compile()
     rng = np.random.default_rng(8)
     q, k, v = (rng.standard_normal((2, 70, 16)).astype(np.float32) for _ in range(3))
     expected = jit.flash_attention(q, k, v, causal=True)
-    compiled = len(jit._flash.signatures)
+    compiled = jit.kernel_info()["compiled_signatures"]
     read_only = [x.copy() for x in (q, k, v)]
     for x in read_only:
         x.flags.writeable = False
     strided = [np.asfortranarray(x) for x in (q, k, v)]
     for inputs in (read_only, strided, [np.broadcast_to(x, (3, *x.shape))[1] for x in (q, k, v)]):
         np.testing.assert_array_equal(jit.flash_attention(*inputs, causal=True), expected)
-    assert len(jit._flash.signatures) == compiled
+    assert jit.kernel_info()["compiled_signatures"] == compiled
 
 
 @settings(max_examples=60, deadline=None)
@@ -602,7 +602,7 @@ def test_cache_is_written_then_loaded(tmp_path):
     two = "2" if jit.host_path() != "portable" else "1"
     assert run_python(code, NUMBA_CACHE_DIR=str(tmp_path)).split() == ["0", two]
     index_files = sorted(p.name for p in tmp_path.rglob("*.nbi"))
-    assert any(name.startswith("jit._flash-") for name in index_files)
+    assert any(name.startswith("flash._flash-") for name in index_files)
     assert run_python(code, NUMBA_CACHE_DIR=str(tmp_path)).split() == [two, "0"]
     assert sorted(p.name for p in tmp_path.rglob("*.nbi")) == index_files
 
@@ -616,7 +616,7 @@ def test_the_overflow_check_forms_no_scores_for_ordinary_inputs(monkeypatch):
 
     x = np.random.default_rng(9).standard_normal((2, 40, 8)).astype(np.float32)
     expected = jit.flash_attention(x, x, x)
-    monkeypatch.setattr(jit, "scores", no_scores)
+    monkeypatch.setattr(jit.layout, "scores", no_scores)
     np.testing.assert_array_equal(jit.flash_attention(x, x, x), expected)
     with pytest.raises(AssertionError, match="scores formed"):
         jit.flash_attention(x * 1e19, x * 1e19, x)

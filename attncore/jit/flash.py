@@ -1,0 +1,233 @@
+"""The flash driver: flash_attention, and the parallel kernel _flash that runs it.
+
+_flash hands out tasks (batch entry, query block) from a shared atomic counter to one
+prange iteration per thread; _flash_block runs one task: it walks its queries in panels of
+nr (held transposed, qT (d, nr)) and, key tile by key tile, computes S = K qT, masks,
+takes the online-softmax step and accumulates acc = alpha acc + V^T P with the
+micro-kernels of microkernels.py. The Python side (_prepare in layout.py) checks the
+arguments and lays them out for it.
+"""
+import numba
+import numpy as np
+from llvmlite import ir
+from numba import prange, types
+from numba.core import cgutils
+from numba.extending import intrinsic
+
+from .._checks import check_qkv
+from .compiling import _jit, _parallel_jit
+from .exponential import LN2
+from .isa import _tile_cols, _tile_rows
+from .layout import _prepare, _round_up
+from .microkernels import PRODUCT_MAX, PRODUCT_RESCALE, PRODUCT_ZERO, _max_in_product, _softmax_tile, _tile_product
+from .schedule import BLOCK_K
+
+
+@intrinsic
+def _cycles(typingctx):
+    """The CPU's cycle counter (llvm.readcyclecounter: rdtsc on x86), for the phase profile."""
+
+    def codegen(context, builder, signature, args):
+        i64 = ir.IntType(64)
+        counter = cgutils.get_or_insert_function(builder.module, ir.FunctionType(i64, []), "llvm.readcyclecounter")
+        return builder.call(counter, [])
+
+    return types.int64(), codegen
+
+
+PHASES = ("setup", "S = K qT", "causal mask", "max, exp2, sum", "acc = alpha acc + V^T P", "finish")
+
+
+@_jit
+def _tick(profiling, cycles, phase, start):
+    """Add the cycles since `start` to phase `phase` when profiling; return the new start."""
+    if not profiling:
+        return start
+    now = _cycles()
+    cycles[phase] += now - start
+    return now
+
+
+@_jit
+def _flash_block(queries, k, v, q0, q1, outputs, lses, settings, shape, profiling, cycles):
+    """Queries q0:q1 of queries (T_q, d) -> the same rows of outputs (T_q, d_v) and lses (T_q,).
+
+    The block is cut into panels of nr queries; each key tile visits every panel that
+    sees one of its keys, so the tile is read from memory once per block. k (T, d) holds
+    settings.t_k keys, zero-padded so that every tile's rows round up to mr (layout.py);
+    v (T, d_vp) has d_vp a multiple of mr. Scores are in log2 units (settings.scale holds
+    log2 e). settings: a _Settings record; shape: the TileShape of the micro-kernel.
+    """
+    t_k, scale, block_k = settings.t_k, settings.scale, settings.block_k
+    causal, offset = settings.causal, settings.offset
+    q, out, lse = queries[q0:q1], outputs[q0:q1], lses[q0:q1]
+    rows, d, dtype = q.shape[0], q.shape[1], q.dtype
+    mr, nr = _tile_rows(shape), _tile_cols(shape, q)
+    d_v, d_vp = out.shape[1], v.shape[1]
+    panels = (rows + nr - 1) // nr
+    v_t = v.T
+    q_t = np.zeros((panels, d, nr), dtype)  # scaled queries, transposed, panel by panel
+    acc_t = np.zeros((panels, d_vp, nr), dtype)  # running outputs, transposed
+    m = np.full((panels, nr), -np.inf, dtype)  # running max per query (log2 units)
+    l = np.zeros((panels, nr), dtype)  # running sum of 2^(s - m)
+    s_t = np.empty((_round_up(min(block_k, t_k), mr), nr), dtype)  # a tile's scores, then weights
+    shift = np.empty(nr, dtype)  # the max so far in a tile, then the new max with 0 where it is -inf
+    alpha = np.empty(nr, dtype)  # 2^(old max - new max)
+    minus_inf = dtype.type(-np.inf)
+    start = _cycles() if profiling else 0
+    for i in range(rows):
+        for c in range(d):
+            q_t[i // nr, c, i % nr] = q[i, c] * scale
+    # the last query of a block sees keys < k_end; with causal, later tiles are skipped
+    k_end = t_k if not causal else max(0, min(t_k, q0 + rows + offset))
+    start = _tick(profiling, cycles, 0, start)
+    for k0 in range(0, k_end, block_k):
+        for p in range(panels):
+            j0 = p * nr
+            n = min(block_k, t_k - k0)
+            if causal:  # keys past the panel's last query are no key of this panel
+                n = min(n, q0 + min(j0 + nr, rows) + offset - k0)
+            if n <= 0:
+                continue
+            n_pad = _round_up(n, mr)
+            q_p, acc_p = q_t[p], acc_t[p]
+            # padding keys, and keys k0 + j hidden from the queries q0 + j0 + i < k0 + j - offset
+            masked = n < n_pad or (causal and k0 + n - 1 > q0 + j0 + offset)
+            in_product = not masked and _max_in_product(shape)  # the max while the scores are in registers
+            shift[:] = m[p]
+            mode = PRODUCT_MAX if in_product else PRODUCT_ZERO
+            for r0 in range(0, n_pad, mr):
+                _tile_product(k, k0 + r0, 0, q_p, s_t, r0, d, shift, mode, shape)
+            start = _tick(profiling, cycles, 1, start)
+            if masked:
+                for j in range(n_pad):
+                    if j >= n:  # a padding key: mask the whole row
+                        cut = nr
+                    elif causal:  # mask the lanes whose query is before key k0 + j
+                        cut = max(0, min(nr, k0 + j - offset - q0 - j0))
+                    else:
+                        cut = 0
+                    s_t[j, :cut] = minus_inf
+            start = _tick(profiling, cycles, 2, start)
+            _softmax_tile(s_t, n_pad, 0 if in_product else n_pad, m[p], l[p], shift, alpha, shape)
+            start = _tick(profiling, cycles, 3, start)
+            for r0 in range(0, d_vp, mr):
+                _tile_product(v_t, r0, k0, s_t, acc_p, r0, n, alpha, PRODUCT_RESCALE, shape)
+            start = _tick(profiling, cycles, 4, start)
+    for i in range(rows):
+        p, c0 = i // nr, i % nr
+        seen = l[p, c0] > 0
+        lse[i] = m[p, c0] * LN2 + np.log(l[p, c0]) if seen else -np.inf
+        inverse = 1 / l[p, c0] if seen else 0  # one division per query, not per output
+        for c in range(d_v):
+            out[i, c] = acc_t[p, c, c0] * inverse
+    _tick(profiling, cycles, 5, start)
+
+
+@intrinsic
+def _take_next(typingctx, counter):
+    """Atomically add 1 to counter[0] and return its old value: a shared queue of task numbers."""
+    if not (isinstance(counter, types.Array) and counter.dtype == types.int64 and counter.ndim == 1):
+        return None
+
+    def codegen(context, builder, signature, args):
+        data = context.make_array(signature.args[0])(context, builder, args[0]).data
+        return builder.atomic_rmw("add", data, ir.Constant(ir.IntType(64), 1), "monotonic")
+
+    return types.int64(counter), codegen
+
+
+@numba.njit(cache=True, fastmath={"reassoc"})  # reassoc only: the sum may run in vector lanes
+def _sum_of_differences(x):
+    """The sum of x - x over a 1-D array: 0 if every entry is finite, NaN otherwise."""
+    total = x.dtype.type(0)
+    for i in range(x.size):
+        total += x[i] - x[i]
+    return total
+
+
+@_jit
+def _share_sum_of_differences(x, part, parts):
+    """_sum_of_differences of part `part` of `parts` equal slices of the entries of x (C-contiguous)."""
+    flat = x.reshape(x.size)
+    size = (flat.size + parts - 1) // parts
+    return _sum_of_differences(flat[part * size:(part + 1) * size])
+
+
+@_parallel_jit
+def _flash(q, k, v, indices, starts, out, lse, settings, shape, narrow, profiling, cycles):
+    """Tasks (batch entry, query block) from a shared counter: the _KernelArgs of layout.py.
+
+    q (entries, T_q, d), k (entries, T, d), v (entries, T, d_vp) -> out (batch entries, T_q, d_v)
+    and lse (batch entries, T_q); with indices = (q_index, k_index, v_index), batch entry b
+    reads q[q_index[b]], k[k_index[b]], v[v_index[b]]. cycles (tasks, PHASES) gathers the
+    profile when profiling.
+    Block i holds queries starts[i]:starts[i + 1]. Each thread takes the next task when it
+    finishes one, so a thread on a slower or busier core simply does fewer. With causal the
+    blocks go from the last (most keys) to the first. Queries past a block's last full panel
+    that fit in one vector run on the narrow micro-kernel (shape.narrow) instead of a
+    panel that is mostly padding.
+    Each thread first sums x - x over its share of q, k and v: returns True if an entry is
+    NaN or +-inf (then the results are not to be used).
+    """
+    q_index, k_index, v_index = indices
+    causal, threads = settings.causal, settings.threads
+    n_batch, n_blocks = q_index.shape[0], starts.size - 1
+    n_tasks = n_batch * n_blocks
+    nr, lanes = _tile_cols(shape, q), _tile_cols(narrow, q)
+    counter = np.zeros(1, np.int64)
+    differences = 0.0
+    for thread in prange(threads):  # one iteration per thread
+        differences += (_share_sum_of_differences(q, thread, threads)
+                        + _share_sum_of_differences(k, thread, threads)
+                        + _share_sum_of_differences(v, thread, threads))
+        task = _take_next(counter)
+        while task < n_tasks:
+            rank, b = task // n_batch, task % n_batch
+            block = n_blocks - 1 - rank if causal else rank
+            q0, q1 = starts[block], starts[block + 1]
+            rest = (q1 - q0) % nr
+            split = q1 - rest if rest <= lanes < nr else q1
+            q_b, k_b, v_b, out_b, lse_b = q[q_index[b]], k[k_index[b]], v[v_index[b]], out[b], lse[b]
+            if split > q0:
+                _flash_block(q_b, k_b, v_b, q0, split, out_b, lse_b, settings, shape, profiling, cycles[task])
+            if q1 > split:
+                _flash_block(q_b, k_b, v_b, split, q1, out_b, lse_b, settings, narrow, profiling, cycles[task])
+            task = _take_next(counter)
+    return differences != 0
+
+
+def _run(arguments, profiling, q, k, v):
+    """Run the kernel on arguments from _prepare(q, k, v, ...); return its cycle counts.
+
+    If it met a NaN or inf, check_qkv names the argument and the entry."""
+    cycles = _cycle_counts(arguments)
+    if _flash(*arguments, profiling, cycles):
+        check_qkv(q, k, v)
+    return cycles
+
+
+def flash_attention(q, k, v, *, causal=False, block_q=None, block_k=BLOCK_K, scale=None, return_lse=False,
+                    path=None):
+    """attncore.flash_attention compiled: same arguments, checks and results.
+
+    q (..., T_q, d_k), k (..., T_k, d_k), v (..., T_k, d_v) -> (..., T_q, d_v),
+    with return_lse also the log-sum-exp of each scaled score row (..., T_q).
+    causal: False, True (square), "top_left" or "bottom_right"; key tiles
+    entirely above the diagonal are skipped. Never allocates (T_q, T_k).
+    block_q: queries per block, or None for the guided blocks of default_blocks; tiles
+    hold up to block_k keys.
+    path: "avx512", "avx2", "portable" or "loops" forces a micro-kernel (see the
+    attncore.jit's docstring); None takes ATTNCORE_JIT_PATH, else the host CPU's.
+    """
+    arguments, layout, unit = _prepare(q, k, v, causal, block_q, block_k, scale, path)
+    _run(arguments, False, q, k, v)
+    out, lse = arguments.out if unit == 1 else arguments.out * layout.work(unit), arguments.lse
+    out = out.reshape(*layout.batch, layout.t_q, layout.d_v).astype(layout.dtype, copy=False)
+    lse = lse.reshape(*layout.batch, layout.t_q).astype(layout.dtype, copy=False)
+    return (out, lse) if return_lse else out
+
+
+def _cycle_counts(arguments):
+    """Zeroed cycle counters, one row of PHASES per task of _flash."""
+    return np.zeros((arguments.out.shape[0] * (arguments.starts.size - 1), len(PHASES)), np.int64)

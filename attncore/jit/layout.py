@@ -1,0 +1,195 @@
+"""From a call of flash_attention to the arguments of its kernel: the checks, the layout of
+the arrays (flattened, padded, in the kernel's float type) and the scalars by name.
+
+The padding invariant the micro-kernels rely on (they have no bounds checks): a key tile's
+rows are computed mr at a time, so k is zero-padded to at least t_k + mr - 1 rows, or to
+round_up(t_k, mr) when block_k is a multiple of mr (every tile then starts at a multiple
+of mr); v is padded to a multiple of mr columns. _layout sets both.
+"""
+import math
+import os
+from typing import NamedTuple
+
+import numba
+import numpy as np
+
+from .._checks import causal_allowed, check_qkv, positive_int, prepare_attention, scores, value_headroom
+from .compiling import _compute_dtype, _jit
+from .exponential import LOG2E
+from .isa import ENV_PATH, PATHS, TileShape, _resolve_path
+from .schedule import _block_starts
+
+
+@_jit
+def _round_up(n, multiple):
+    return (n + multiple - 1) // multiple * multiple
+
+
+def _flatten(x, dtype, rows=None, cols=None):
+    """x (*lead, T, d) -> (its own flattened leading dims, T, d), C-contiguous in dtype; with
+    rows (cols), T (d) zero-padded to that many. A copy only when a dtype, layout or shape changes."""
+    x = x.reshape(math.prod(x.shape[:-2]), *x.shape[-2:])
+    shape = (x.shape[0], rows or x.shape[1], cols or x.shape[2])
+    if shape == x.shape:  # (np.require would do the same, in four times the Python)
+        if x.dtype == dtype and x.flags.c_contiguous and x.flags.writeable:
+            return x
+        return np.array(x, dtype, order="C")
+    padded = np.zeros(shape, dtype)
+    padded[:, : x.shape[1], : x.shape[2]] = x
+    return padded
+
+
+def _batch_index(lead, batch):
+    """Which entry of x's flattened leading dims lead each batch entry reads: broadcast
+    leading dims are not copied."""
+    count = math.prod(lead)
+    if lead == tuple(batch):
+        return np.arange(count)
+    return np.broadcast_to(np.arange(count).reshape(lead), batch).flatten()
+
+
+class _Settings(NamedTuple):
+    """The scalars of a call as the kernels read them, by name (a Numba record: a
+    namedtuple of scalars, one argument instead of six)."""
+    t_k: int  # keys (k holds more rows: padding)
+    scale: float  # in log2 units: scale * log2(e), in the kernel's float type
+    causal: bool
+    offset: int  # causal: query i sees key j when j <= i + offset; 0 when not causal
+    block_k: int  # keys per tile
+    threads: int  # prange iterations of _flash, one per thread
+
+
+class _Layout(NamedTuple):
+    """What a call of flash_attention does that depends only on shapes, dtypes and settings."""
+    batch: tuple  # the broadcast leading dims
+    t_q: int
+    t_k: int
+    d_v: int
+    dtype: np.dtype  # of the results
+    work: type  # the kernel's float type
+    scale: float  # the resolved scale (natural units)
+    offset: object  # causal: query i sees key j when j <= i + offset; None if not causal
+    k_rows: int  # k zero-padded to this many keys
+    v_cols: int  # v zero-padded to this many columns
+    indices: tuple  # q_index, k_index, v_index (see _batch_index)
+    starts: np.ndarray  # the first query of each block, then t_q
+    shape: TileShape
+    settings: _Settings  # the kernel's scalars (block_k and the thread count among them)
+
+
+class _KernelArgs(NamedTuple):
+    """The arguments of _flash by name, in its order (_flash(*arguments, profiling, cycles))."""
+    q: np.ndarray  # (its leading dims flattened, T_q, d_k) in the kernel's float type
+    k: np.ndarray  # (..., k_rows, d_k), zero-padded
+    v: np.ndarray  # (..., T_k, v_cols), zero-padded
+    indices: tuple  # (q_index, k_index, v_index): batch entry b reads q[q_index[b]], ...
+    starts: np.ndarray  # the first query of each block, then T_q
+    out: np.ndarray  # (batch entries, T_q, d_v), written by the kernel
+    lse: np.ndarray  # (batch entries, T_q)
+    settings: _Settings
+    shape: TileShape
+    narrow: TileShape  # shape.narrow, for the queries past a block's last full panel
+
+
+def _layout(q, k, v, causal, block_q, block_k, scale, path):
+    """Every check of flash_attention's arguments but finiteness, and the _Layout of the call."""
+    # finiteness is left to the kernel: each thread of _flash sums x - x over its share of q, k, v
+    p = prepare_attention(q, k, v, causal=causal, scale=scale, check_finite=False)
+    shape = PATHS[_resolve_path(path)]
+    work = _compute_dtype(p.dtype)
+    if block_q is None:
+        starts = _block_starts(math.prod(p.batch), p.t_q, p.t_k, p.offset, numba.get_num_threads(), shape.name,
+                               np.dtype(work))
+    else:
+        starts = (*range(0, p.t_q, positive_int("block_q", block_q)), p.t_q)
+    block_k = positive_int("block_k", block_k)
+    # a key tile's rows are computed mr at a time: up to mr - 1 rows past t_k
+    k_rows = _round_up(p.t_k, shape.mr) if block_k % shape.mr == 0 else p.t_k + shape.mr - 1
+    settings = _Settings(t_k=p.t_k, scale=work(p.scale * LOG2E), causal=p.offset is not None, offset=p.offset or 0,
+                         block_k=block_k, threads=numba.get_num_threads())
+    return _Layout(batch=p.batch, t_q=p.t_q, t_k=p.t_k, d_v=p.d_v, dtype=p.dtype, work=work, scale=p.scale,
+                   offset=p.offset, k_rows=k_rows, v_cols=_round_up(p.d_v, shape.mr),
+                   indices=tuple(_batch_index(x.shape[:-2], p.batch) for x in (p.q, p.k, p.v)),
+                   starts=np.array(starts, np.int64), shape=shape, settings=settings)
+
+
+def _layout_key(q, k, v, *settings):
+    """The key of a call in _LAYOUTS: shapes, dtypes, settings (each with its type: True
+    and 1 are different causal arguments), the path and the thread count; None when an
+    argument is not an ndarray or a setting is not hashable."""
+    if not type(q) is type(k) is type(v) is np.ndarray:
+        return None
+    key = (q.shape, q.dtype, k.shape, k.dtype, v.shape, v.dtype, settings, tuple(map(type, settings)),
+           os.environ.get(ENV_PATH), numba.get_num_threads())
+    try:
+        hash(key)
+    except TypeError:
+        return None
+    return key
+
+
+_LAYOUTS = {}
+MAX_LAYOUTS = 256
+
+
+def _prepare(q, k, v, causal, block_q, block_k, scale, path):
+    """The kernel's _KernelArgs for a call of flash_attention, its _Layout, and the power of
+    two the output is to be multiplied by (v was divided by it: value_headroom).
+
+    The _Layout of each combination of shapes, dtypes and settings is worked out once
+    and remembered, so a repeated call only reshapes its arrays and allocates the results:
+    Python run right after a kernel call is slow (its caches are cold), and at N = 1024
+    the checks took a tenth of the call. What depends on the values (scores that
+    overflow) is checked on every call.
+    """
+    key = _layout_key(q, k, v, causal, block_q, block_k, scale, path)
+    layout = _LAYOUTS.get(key)
+    if layout is None:
+        layout = _layout(q, k, v, causal, block_q, block_k, scale, path)
+        if key is not None:
+            if len(_LAYOUTS) >= MAX_LAYOUTS:
+                _LAYOUTS.clear()
+            _LAYOUTS[key] = layout
+    q, k, v = np.asarray(q), np.asarray(k), np.asarray(v)
+    _check_scores(q, k, v, layout)
+    unit = value_headroom(v, layout.t_k, layout.work)  # acc sums up to T_k rows of v: keep it finite
+    v = _flatten(v, layout.work, cols=layout.v_cols)
+    count = layout.indices[0].size
+    arguments = _KernelArgs(
+        q=_flatten(q, layout.work), k=_flatten(k, layout.work, rows=layout.k_rows),
+        v=v if unit == 1 else v / layout.work(unit), indices=layout.indices, starts=layout.starts,
+        out=np.empty((count, layout.t_q, layout.d_v), layout.work), lse=np.empty((count, layout.t_q), layout.work),
+        settings=layout.settings, shape=layout.shape, narrow=layout.shape.narrow)
+    return arguments, layout, unit
+
+
+def _check_scores(q, k, v, layout, chunk=256):
+    """Raise, as attention and attncore.flash_attention do, if a score overflows the kernel's
+    float type (it would come back as a silent zero row: exp2 of NaN is 0 in the kernel).
+
+    The kernel forms (scale log2(e) q) . k. Every partial sum is at most d_k max|q| max|k| in
+    size, so below a quarter of the largest float nothing can overflow: one pass over q and
+    k, no more. Past it (or with NaN or inf, named first) the scores are formed here, in
+    blocks of queries: as the NumPy implementations form them, then in the kernel's log2 units.
+    """
+    if q.size == 0 or k.size == 0:
+        return
+    # Python floats: a product past the range is inf, with no warning
+    limit, factor = float(np.finfo(layout.work).max) / 4, float(layout.scale) * LOG2E
+    q_max, k_max = max(float(q.max()), -float(q.min())), max(float(k.max()), -float(k.min()))
+    if factor * q_max * k_max * q.shape[-1] < limit and factor * q_max < limit:
+        return
+    q, k, v = check_qkv(q, k, v)
+    q = np.broadcast_to(q, (*layout.batch, *q.shape[-2:]))
+    k = np.broadcast_to(k, (*layout.batch, *k.shape[-2:]))
+    work = layout.work
+    for index in np.ndindex(*layout.batch):
+        q_b, k_b = q[index].astype(work), k[index].astype(work)
+        for q0 in range(0, layout.t_q, chunk):
+            q1 = min(q0 + chunk, layout.t_q)
+            allowed = None if layout.offset is None else causal_allowed(
+                np.arange(q0, q1), np.arange(layout.t_k), layout.offset)  # a hidden score plays no part
+            with np.errstate(over="ignore"):
+                q_log2 = q_b[q0:q1] * work(factor)
+            scores(q_b[q0:q1], k_b, layout.scale, allowed, origin=(*index, q0, 0))
+            scores(q_log2, k_b, 1.0, allowed, origin=(*index, q0, 0))
