@@ -183,8 +183,8 @@ def test_a_zen4_build_draws_its_own_points_under_its_own_roofs():
 # ------------------------------------------------------------------ loads and stores per FMA
 
 NESTED = """\
-	.type	_ZN8attncore3jit9_productsE,@function
-_ZN8attncore3jit9_productsE:
+	.type	_ZN8attncore3jit13introspection9_productsE,@function
+_ZN8attncore3jit13introspection9_productsE:
 .LBB0_1:
 	vmovups	(%rdi), %zmm0
 .LBB0_2:
