@@ -10,8 +10,9 @@ place that says which test runs where. A tier is the set of markers its tests ge
 - every other tier also gets `slow`, so `make check` leaves it out and `make test`
   (everything, no -m) runs it; one tier alone: `pytest -m pipeline`, `-m browser`, ...
 
-A test file missing from FILES runs in every tier (nothing escapes `make check`) and the
-run warns about it: add it to FILES.
+A test file missing from FILES gets no marker, so it runs in `make check` as well as in
+`make test` (it cannot escape the inner loop unnoticed), and the run warns about it: add
+it to FILES.
 
 Hypothesis profiles (select with the HYPOTHESIS_PROFILE environment variable):
 
@@ -104,6 +105,7 @@ TESTS = {
     "test_jit_cache.py::test_an_edit_of_another_file_of_the_package_recompiles_the_driver": SLOW,
     "test_jit.py::test_queries_past_the_last_full_panel_run_one_vector_wide_with_the_same_bits": SLOW,
     "test_jit.py::test_defaults_scale_and_long_sequences": SLOW,
+    "test_jit.py::test_tile_product_and_kernel_info": SLOW,  # assembly listings, never cached
     "test_ch7_glue.py::test_loads_and_stores_of_the_compiled_kernels": SLOW,
     "test_benchmarks.py::test_smoke_run_writes_every_field": SLOW,  # the whole harness, small
     # whole notebooks through the runner's worker
