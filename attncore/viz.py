@@ -88,7 +88,9 @@ def plot_attention(weights: ArrayLike, query_labels: Sequence[str] | None = None
     show = max(t_q, t_k) <= 12 if show_values is None else show_values
     if show:
         for i, j in zip(*np.nonzero(allowed)):
-            ax.text(j, i, f"{w[i, j]:.2f}", ha="center", va="center", fontsize=7,
+            # ".27", not "0.27": a weight is at most 1, and three characters stay inside
+            # a narrow cell at a size a phone can read (attncore/legibility.py)
+            ax.text(j, i, f"{w[i, j]:.2f}".removeprefix("0"), ha="center", va="center", fontsize=7,
                     color="white" if w[i, j] < 0.6 else "black")
     if show_row_sums:
         _row_sum_bar(ax, w.sum(axis=1))
