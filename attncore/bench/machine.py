@@ -105,21 +105,23 @@ def blas_threads(n):
         setter(before)
 
 
-def sgemm_rate(n=1024, repeats=5):
-    """GFLOP/s of one float32 (n, n) @ (n, n) product on one thread, or None if NumPy's BLAS
-    cannot be limited to one thread. Timed in CPU time (the fastest of the repeats), which
-    other jobs on the machine disturb less than wall time; the harness times the same
-    product in wall time beside each size instead."""
+def sgemm_rate(n=1024, repeats=5, threads=1):
+    """GFLOP/s of one float32 (n, n) @ (n, n) product on `threads` BLAS threads, or None if
+    NumPy's BLAS cannot be limited. One thread: timed in CPU time (the fastest of the repeats),
+    which other jobs on the machine disturb less than wall time; more threads: wall time (the
+    fastest), since CPU time would add the threads up. The harness times the one-thread product
+    in wall time beside each size instead."""
     a, b = (np.random.default_rng(i).standard_normal((n, n), dtype=np.float32) for i in range(2))
-    with blas_threads(1) as limited:
+    clock = time.process_time if threads == 1 else time.perf_counter
+    with blas_threads(threads) as limited:
         if not limited:
             return None
         a @ b
         times = []
         for _ in range(repeats):
-            start = time.process_time()
+            start = clock()
             a @ b
-            times.append(time.process_time() - start)
+            times.append(clock() - start)
     return 2 * n**3 / min(times) / 1e9
 
 
@@ -152,12 +154,65 @@ def copy_bandwidth(threads=1, mib=256, repeats=3):
     return 2 * source.nbytes / min(times) / 1e9
 
 
+def read_bandwidth(threads=1, mib=256, repeats=3):
+    """GB/s of reading a float32 array of `mib` MiB once (np.dot of each part with itself, one
+    BLAS thread per Python thread), split over `threads` threads: the roof of a kernel that only
+    reads, as decoding reads K and V. Fastest of the repeats, after one untimed pass."""
+    import threading
+
+    source = np.ones(mib * 2**20 // 4, np.float32)
+    edges = np.linspace(0, source.size, threads + 1).astype(int)
+
+    def part(i):
+        np.dot(source[edges[i]:edges[i + 1]], source[edges[i]:edges[i + 1]])
+
+    def read():
+        workers = [threading.Thread(target=part, args=(i,)) for i in range(threads)]
+        for w in workers:
+            w.start()
+        for w in workers:
+            w.join()
+
+    with blas_threads(1):
+        read()
+        times = []
+        for _ in range(repeats):
+            start = time.perf_counter()
+            read()
+            times.append(time.perf_counter() - start)
+    return source.nbytes / min(times) / 1e9
+
+
+def last_level_cache_bytes():
+    """The size of the largest cache the system reports (a virtual machine may report its
+    host's), or None: a bandwidth measured on less than about twice this may be the cache's."""
+    sizes = []
+    for path in glob.glob("/sys/devices/system/cpu/cpu0/cache/index*/size"):
+        try:
+            with open(path) as f:
+                text = f.read().strip()
+        except OSError:
+            continue
+        scale = {"K": 2**10, "M": 2**20, "G": 2**30}.get(text[-1:], 1)
+        sizes.append(int(text.rstrip("KMG")) * scale)
+    return max(sizes, default=None)
+
+
+def isa_flags():
+    """The instruction-set extensions that matter for attention kernels, from /proc/cpuinfo."""
+    flags = set(next(iter(_field("flags")), "").split())
+    wanted = ("avx2", "fma", "avx512f", "avx512_bf16", "avx512_fp16", "avx512_vnni", "amx_tile", "amx_bf16", "amx_int8")
+    return {flag: flag in flags for flag in wanted}
+
+
 def bandwidth(repeats=3):
     """Copy bandwidth of one core and of all the cores this process may use, in GB/s: the
     sloped roof of the roofline, for the same cores as the peak."""
     return {"per_core_gbs": copy_bandwidth(1, repeats=repeats),
             "all_cores_gbs": copy_bandwidth(cores(), repeats=repeats), "threads": cores(),
-            "method": "numpy.copyto of 256 MiB float32, read + write, fastest of the repeats"}
+            "method": "numpy.copyto of 256 MiB float32, read + write, fastest of the repeats",
+            "read_all_cores_gbs": read_bandwidth(cores(), repeats=repeats),
+            "read_method": "np.dot of 256 MiB float32 with itself, read once, one BLAS thread per thread"}
 
 
 def version(package):
@@ -173,9 +228,11 @@ def info():
         "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "cpu": cpu_model(),
         "cores": cores(),
+        "isa": isa_flags(),
         "platform": platform.platform(),
         "python": platform.python_version(),
-        "versions": {p: version(p) for p in ("numpy", "numba", "llvmlite", "torch", "attncore")},
+        "versions": {p: version(p) for p in ("numpy", "numba", "llvmlite", "torch", "attncore", "onnx", "onnxruntime",
+                                             "openvino", "jax", "jaxlib")},
         "env": {name: os.environ.get(name) for name in ENV_VARS},
         "load_average": load_average(),
     }
