@@ -3,6 +3,8 @@
     python -m benchmarks.harness                    # N = 512 ... 16384, several minutes
     python -m benchmarks.harness --sizes 1024 4096
     python -m benchmarks.harness --quick            # N = 256, 512, 1024; 3 repeats; no RSS
+    python -m benchmarks.harness --decode           # also decoding: 32/8 heads, d = 128, T_k 4096, 32768
+    python -m benchmarks.harness --decode-only --decode-long   # decoding alone, T_k up to 131072
 
 float32, (batch, heads) = (1, 1), d = 64, causal and not, on every core. Within each
 repeat the implementations run one after another (see attncore.bench.timing): times
@@ -10,7 +12,12 @@ are medians, and jit/x is the median of the ratios within each repeat. Peak two 
 theoretical (cores x FMA pipes x lanes x 2 x clock) and measured (single-thread sgemm
 rate per core x cores, timed beside each size); bandwidth of a large copy on one core
 and on all of them, for the sloped roof.
-Results go to --out as JSON with the machine description.
+The CPU peers (attncore.bench.peers, `pip install -e ".[bench-peers]"`): PyTorch SDPA, ONNX
+Runtime, OpenVINO in float32 and in its default precision, JAX, each in its fast-path layout,
+checked against float64 before it is timed; a peer that is missing or errs beyond its bound is
+a row with the reason. Every timed call comes after a pause (--pause) that lets the previous
+call's thread pools go idle; peer/jit is the median over the rounds of the ratio within a round.
+Results go to --out as JSON with the machine description (CPU, ISA, sgemm peak, bandwidth).
 """
 import argparse
 import json
@@ -38,8 +45,16 @@ def parse_args(argv=None):
     parser.add_argument("--numpy-flash-max", type=int, default=2048, help="largest N for the NumPy tiles")
     parser.add_argument("--no-rss", action="store_true", help="skip the per-call subprocess RSS measurement")
     parser.add_argument("--no-compile-check", action="store_true", help="skip the Numba cache check")
+    parser.add_argument("--pause", type=float, default=timing.PAUSE,
+                        help=f"seconds of sleep before each timed call, so no thread pool still spins (default {timing.PAUSE})")
+    parser.add_argument("--decode", action="store_true", help="also the decode scenario (attncore.bench.decode)")
+    parser.add_argument("--decode-only", action="store_true", help="the decode scenario alone")
+    parser.add_argument("--decode-long", action="store_true", help=f"decode also at T_k = {bench.decode.LONG_T_K}")
+    parser.add_argument("--decode-t-k", type=int, nargs="+", help=f"decode KV lengths (default {bench.decode.T_KS})")
     parser.add_argument("--out", type=Path, default=OUT, help=f"JSON results (default {OUT})")
     args = parser.parse_args(argv)
+    args.decode = args.decode or args.decode_only or args.decode_long or bool(args.decode_t_k)
+    args.decode_t_k = tuple(args.decode_t_k or bench.decode.T_KS) + ((bench.decode.LONG_T_K,) if args.decode_long else ())
     args.sizes = tuple(args.sizes or (QUICK_SIZES if args.quick else SIZES))
     args.repeats = args.repeats or (3 if args.quick else 5)
     args.no_compile_check = args.no_compile_check or args.quick
@@ -59,7 +74,7 @@ def print_rows(columns, records):
         print(" ".join(f"{cell(record):>{width}}" for _, width, cell in columns))
 
 
-UNTRACED = {"torch": "n/a"}  # its allocator bypasses tracemalloc
+UNTRACED = {name: "n/a" for name in bench.peers.PEER_NAMES}  # their allocators bypass tracemalloc
 TIMING_COLUMNS = [
     ("N", 6, lambda r: str(r["n"])),
     ("causal", 6, lambda r: str(r["causal"])),
@@ -85,6 +100,52 @@ RATIO_COLUMNS = [
 ]
 
 
+PEER_TITLES = {"torch": "torch SDPA", "onnxruntime": "ONNX Runtime", "openvino_f32": "OpenVINO f32",
+               "openvino_default": "OpenVINO default", "jax": "JAX"}
+
+
+def peer_table(results):
+    """Peer time / jit time (median of the paired rounds), with each peer's max |error|."""
+    table = results.get("peer_ratios") or []
+    names = [name for name in PEER_TITLES if any(e["impl"] == name for e in table)]
+    if not names:
+        return
+    cell = lambda e: (fmt(e["ratio"], ".2f") + f" ({fmt(e['max_error'], '.0e')})") if e["ratio"] else "skipped"
+    columns = [("N", 6, lambda r: str(r[0])), ("causal", 6, lambda r: str(r[1]))] + [
+        (PEER_TITLES[name], 18, lambda r, name=name: cell(next(e for e in table if (e["n"], e["causal"], e["impl"]) == (*r, name))))
+        for name in names]
+    print("\npeer time / jit time (median over paired rounds), (max |error| against float64):")
+    print_rows(columns, sorted({(e["n"], e["causal"]) for e in table}))
+    for r in results["rows"]:
+        if r["impl"] in PEER_TITLES and r.get("details"):
+            d = r["details"]
+            if r["n"] == results["rows"][0]["n"]:
+                print(f"  {r['impl']} (causal={r['causal']}): {d.get('backend')}, layout {d.get('layout')}, "
+                      f"threads {d.get('threads')}" + (f", precision {d['precision']}" if d.get("precision") else ""))
+
+
+def decode_table(dec):
+    roof = dec["roof"]
+    s = dec["settings"]
+    print(f"\ndecode: B = 1, H_q = {s['h_q']}, H_kv = {s['h_kv']}, d = {s['d']}, float32, {s['threads']} threads; "
+          f"roof at {roof['threads']} threads: read {roof['read_gbs']:.1f} GB/s, copy {roof['copy_gbs']:.1f} GB/s")
+    columns = [
+        ("T_k", 7, lambda r: str(r["t_k"])), ("T_q", 3, lambda r: str(r["t_q"])), ("impl", 16, lambda r: r["impl"]),
+        ("time ms", 9, lambda r: fmt(r.get("seconds"), ".2f", 1e3)), ("GB/s", 6, lambda r: fmt(r.get("gbs"), ".1f")),
+        ("%read", 5, lambda r: fmt(r.get("read_fraction"), ".0f", 100)),
+        ("%copy", 5, lambda r: fmt(r.get("copy_fraction"), ".0f", 100)),
+        ("torch/x", 7, lambda r: fmt(r.get("torch_over_this"), ".2f")),
+        ("max|err|", 8, lambda r: fmt(r.get("max_error"), ".1e")),
+        ("backend", 1, lambda r: " " + str((r.get("details") or {}).get("backend", ""))),
+    ]
+    print_rows(columns, dec["rows"])
+    for r in dec["rows"]:
+        if r["note"]:
+            print(f"  T_k = {r['t_k']}, T_q = {r['t_q']}, {r['impl']}: {r['note']}")
+    print("GB/s: bytes of K and V read once over the median time; %read, %copy: of the measured roofs.\n"
+          "torch/x: torch's time over this one's, the median over paired rounds.")
+
+
 def print_table(results):
     peak = results["peak"]
     theory = peak["theoretical"]
@@ -100,7 +161,7 @@ def print_table(results):
     for r in rows:
         if r["note"]:
             print(f"  N = {r['n']}, causal = {r['causal']}, {r['impl']}: {r['note']}")
-    backends = sorted({r["backend"] for r in rows if r.get("backend")})
+    backends = sorted({r["backend"] for r in rows if r.get("backend") and r["impl"] == "torch"})
     if backends:
         print(f"torch SDPA backend: {', '.join(backends)}")
     print("%sgemm: GFLOP/s over (single-thread sgemm rate x cores), sgemm timed in the same repeats.\n"
@@ -125,7 +186,8 @@ def print_header(info, args):
     if slow:
         print(f"note: {' and '.join(slow)} are set; they slow NumPy's BLAS here, and are left as they are.")
     print(f"float32, d = {timing.D}, (batch, heads) = (1, 1); sizes {list(args.sizes)}; "
-          f"median of {args.repeats} interleaved repeats")
+          f"median of {args.repeats} interleaved repeats, {args.pause:g} s pause before each timed call")
+    print("ISA: " + ", ".join(flag for flag, present in info["isa"].items() if present))
 
 
 def software_info():
@@ -155,10 +217,14 @@ def main(argv=None):
     info = bench.info()
     info.update(software_info())
     print_header(info, args)
+    threads = bench.machine.cores()
     results = {"machine": info, "settings": {"d": timing.D, "dtype": "float32", "sizes": list(args.sizes),
                                              "repeats": args.repeats, "naive_budget_gib": args.naive_budget_gib,
-                                             "numpy_flash_max": args.numpy_flash_max}}
-    if not args.no_compile_check:
+                                             "numpy_flash_max": args.numpy_flash_max, "pause_s": args.pause,
+                                             "threads": threads,
+                                             "error_bounds": {name: bench.peers.PEERS[name].tolerance
+                                                              for name in bench.peers.PEER_NAMES}}}
+    if not args.no_compile_check and not args.decode_only:
         results["compile_cost"] = cost = bench.compile_cost()
         if cost:
             print("\ncompile cost of jit.flash_attention (fresh process, temporary NUMBA_CACHE_DIR):")
@@ -166,19 +232,34 @@ def main(argv=None):
                 print(f"  {r['run']:<12} import {r['import_s']:.2f} s, first call {r['first_call_s']:.2f} s "
                       f"(cache hits {r['cache_hits']}, misses {r['cache_misses']})")
             print(f"  {cost['index_files']} cache index files written")
-    rows = bench.run(args.sizes, args.repeats, args.naive_budget_gib, args.numpy_flash_max, rss=not args.no_rss,
-                     names=args.impls, log=lambda line: print(line, file=sys.stderr, flush=True))
+    log = lambda line: print(line, file=sys.stderr, flush=True)
+    rows = [] if args.decode_only else bench.run(
+        args.sizes, args.repeats, args.naive_budget_gib, args.numpy_flash_max, rss=not args.no_rss, names=args.impls,
+        log=log, pause=args.pause, threads=threads)
     rates = [r["sgemm_1t_gflops"] for r in rows if r.get("sgemm_1t_gflops")]
-    sgemm = statistics.median(rates) if rates else None
+    sgemm = statistics.median(rates) if rates else bench.sgemm_rate()
     theory = bench.theoretical_peak()
     results["peak"] = {"theoretical": theory, "sgemm_1t_gflops": sgemm,
                        "measured_gflops": sgemm * theory["cores"] if sgemm else None,
+                       "sgemm_threads": {"threads": threads, "gflops": bench.sgemm_rate(threads=threads),
+                                         "method": "(1024, 1024) float32 product on that many BLAS threads, wall time, fastest of 5"},
                        "bandwidth": bench.bandwidth()}
-    results.update(rows=rows, ratios=bench.ratios(rows), load_average_end=bench.load_average())
-    print_table(results)
+    results.update(rows=rows, ratios=bench.ratios(rows),
+                   peer_ratios=bench.peer_ratios(rows, peers=[n for n in bench.peers.PEER_NAMES
+                                                              if any(r["impl"] == n for r in rows)]))
+    if args.decode:
+        names = [n for n in bench.decode.NAMES if not args.impls or n in args.impls]
+        results["decode"] = bench.decode.run(args.decode_t_k, names=names, repeats=args.repeats, pause=args.pause,
+                                             threads=threads, log=log)
+    results["load_average_end"] = bench.load_average()
+    if rows:
+        print_table(results)
+        peer_table(results)
+    if args.decode:
+        decode_table(results["decode"])
     print(f"load average at end: {fmt(results['load_average_end'], '.2f')}")
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(results, indent=2))
+    args.out.write_text(json.dumps(results, indent=2, default=str))
     print(f"\nwrote {args.out}")
 
 

@@ -12,10 +12,12 @@ import json
 from importlib import resources
 
 from .impls import IMPLS, available, float64_reference, inputs, torch_backend
-from . import asm, story
-from .machine import bandwidth, blas_threads, info, load_average, sgemm_rate, theoretical_peak
+from . import asm, decode, peers, story
+from .machine import (bandwidth, blas_threads, info, isa_flags, load_average, read_bandwidth, sgemm_rate,
+                      theoretical_peak)
 from .memory import rss, traced
-from .timing import compile_cost, flops, lookup, naive_bytes, ratios, run, skip_reason, time_size
+from .timing import (PAUSE, compile_cost, flops, lookup, naive_bytes, peer_ratios, ratios, run, skip_reason,
+                     time_size)
 
 THREAD_ENV = {"OPENBLAS_THREAD_TIMEOUT": "4", "OMP_WAIT_POLICY": "PASSIVE"}
 PUBLISHED = "2026-11-30-xeon-emerald-rapids-2-cores.json"
@@ -27,7 +29,8 @@ def published(name=PUBLISHED):
 
 
 __all__ = [
-    "IMPLS", "PUBLISHED", "THREAD_ENV", "asm", "available", "bandwidth", "blas_threads", "compile_cost", "float64_reference", "flops",
-    "info", "inputs", "load_average", "lookup", "naive_bytes", "published", "ratios", "rss", "run", "sgemm_rate",
-    "skip_reason", "story", "theoretical_peak", "time_size", "torch_backend", "traced",
+    "IMPLS", "PAUSE", "PUBLISHED", "THREAD_ENV", "asm", "available", "bandwidth", "blas_threads", "compile_cost",
+    "decode", "float64_reference", "flops", "info", "inputs", "isa_flags", "load_average", "lookup", "naive_bytes",
+    "peer_ratios", "peers", "published", "ratios", "read_bandwidth", "rss", "run", "sgemm_rate", "skip_reason",
+    "story", "theoretical_peak", "time_size", "torch_backend", "traced",
 ]

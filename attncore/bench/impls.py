@@ -1,7 +1,10 @@
 """The implementations the harness compares; each maps (q, k, v, causal) -> out.
 
 Inputs are float32 arrays (batch, heads, N, d). Torch and Numba are imported on first
-use, so everything else runs (and skips them) where they are missing.
+use, so everything else runs (and skips them) where they are missing. The CPU peers
+(PyTorch SDPA, ONNX Runtime, OpenVINO, JAX: attncore.bench.peers, the `bench-peers` extra)
+are prepared once per shape in their fast-path layout (prepare); IMPLS holds them too, as
+one-shot functions, for use outside the timing.
 """
 import importlib.util
 import math
@@ -9,6 +12,8 @@ import math
 import numpy as np
 
 import attncore
+
+from . import machine, peers
 
 if importlib.util.find_spec("torch") is not None:
     # Imported now, before Numba starts its OpenMP thread pool: with the two OpenMP runtimes
@@ -79,9 +84,46 @@ def torch_backend(q, k, v, causal):
     return next((name for name, member in SDPBackend.__members__.items() if int(member) == choice), str(choice))
 
 
-IMPLS = {"naive": naive, "textbook": textbook, "numpy_flash": numpy_flash, "jit": jit_flash, "torch": torch_sdpa}
-REQUIRES = {"jit": "numba", "torch": "torch"}
+def _one_shot(name):
+    def call(q, k, v, causal):
+        return peers.PEERS[name].prepare(q, k, v, causal, threads=machine.cores()).result()
+
+    call.__name__ = call.__qualname__ = name
+    call.__doc__ = f"attncore.bench.peers.PEERS[{name!r}], prepared and called once."
+    return call
+
+
+IMPLS = {"naive": naive, "textbook": textbook, "numpy_flash": numpy_flash, "jit": jit_flash, "torch": torch_sdpa,
+         **{name: _one_shot(name) for name in peers.PEER_NAMES if name != "torch"}}
+REQUIRES = {"jit": "numba", **{name: peers.PEERS[name].modules for name in peers.PEER_NAMES}}
 MATRICES = {"naive": 1, "textbook": 3}  # float32 (N, N) arrays held at the peak
+TRACED = {"naive", "textbook", "numpy_flash", "jit"}  # allocations tracemalloc sees
+RSS = TRACED | {"torch"}  # measured in a subprocess (memory.rss)
+
+
+def missing(name):
+    """None if the implementation's packages are installed, else the note of its skipped row."""
+    required = REQUIRES.get(name, ("numpy",))
+    for module in (required,) if isinstance(required, str) else required:
+        if importlib.util.find_spec(module) is None:
+            extra = "bench-peers" if name in peers.PEER_NAMES else "jit" if name == "jit" else "all"
+            return f"skipped: {module} is not installed (pip install -e '.[{extra}]')"
+    return None
+
+
+def tolerance(name):
+    """The largest max |error| against float64 at which a peer is still timed (None: no bound,
+    the course's own implementations, which the tests hold to float32 accuracy)."""
+    return peers.PEERS[name].tolerance if name in peers.PEER_NAMES else None
+
+
+def prepare(name, q, k, v, causal, threads):
+    """A peers.Call: the timed call of one implementation on these inputs (a peer in its
+    fast-path layout, prepared now), result() the float32 output for the error check."""
+    if name in peers.PEER_NAMES:
+        return peers.PEERS[name].prepare(q, k, v, causal, threads)
+    fn = IMPLS[name]
+    return peers.Call(lambda: fn(q, k, v, causal), lambda out: out, {})
 
 
 def float64_reference(q, k, v, causal):
@@ -91,8 +133,8 @@ def float64_reference(q, k, v, causal):
 
 
 def available():
-    """Names of the implementations whose package is installed."""
-    return [name for name in IMPLS if importlib.util.find_spec(REQUIRES.get(name, "numpy")) is not None]
+    """Names of the implementations whose packages are installed."""
+    return [name for name in IMPLS if missing(name) is None]
 
 
 def inputs(n, d=64, seed=0, heads=1, batch=1):

@@ -7,6 +7,14 @@ and a slow phase of the machine that hits one repeat moves neither. Times are me
 FLOPs: 4 N^2 d (two matmuls), half of it when causal. Each repeat also times one float32
 (1024, 1024) product on one BLAS thread, so the kernel's rate can be compared with the
 single-thread sgemm rate measured beside it.
+
+A pause (PAUSE seconds, settable, recorded in the results) comes before each timed call's
+untimed call, so that no thread pool still spinning from the previous implementation's call
+(OpenBLAS, OpenMP, oneDNN/TBB under OpenVINO, ONNX Runtime's pool, XLA's Eigen pool) takes a
+core from the next one. The peers of attncore.bench.peers are prepared once per size (their
+fast-path layout, compiled graphs, thread counts) and checked against float64 before any
+timing; one that fails to import or prepare, or errs beyond its bound, is a row with a note
+saying why, never a missing row.
 """
 import importlib.util
 import os
@@ -43,68 +51,139 @@ def skip_reason(name, n, naive_budget_gib=2.0, numpy_flash_max=2048):
     return None
 
 
-def _timed(fn):
-    fn()  # untimed: a call right after other work or a pause starts on an idled core
-    start = time.perf_counter()
+PAUSE = 0.05  # seconds of sleep before each timed call (see the module's docstring)
+
+
+def timed(fn, pause=PAUSE, sleep=time.sleep, clock=time.perf_counter):
+    """Seconds of one call of fn(): after a pause and one untimed call (a call right after
+    other work or a pause starts on an idled core)."""
+    if pause:
+        sleep(pause)
+    fn()  # untimed
+    start = clock()
     fn()
-    return time.perf_counter() - start
+    return clock() - start
 
 
-def time_size(n, causal, names, repeats, d=D, sgemm=True):
+def rounds(calls, repeats, pause=PAUSE, between=None, sleep=time.sleep, clock=time.perf_counter):
+    """{name: [seconds of each round]}: in each round every call of `calls` ({name: fn}) is timed
+    once, in order, each after its pause; between() (if given) runs at the end of each round."""
+    times = {name: [] for name in calls}
+    for _ in range(repeats):
+        for name, fn in calls.items():
+            times[name].append(timed(fn, pause, sleep, clock))
+        if between:
+            between()
+    return times
+
+
+def paired(mine, theirs):
+    """Median over the rounds of theirs / mine within each round (None if either is missing)."""
+    if not mine or not theirs:
+        return None
+    return statistics.median(t / s for s, t in zip(mine, theirs, strict=True))
+
+
+def check(names, q, k, v, causal, reference, threads):
+    """Prepare each implementation and compare its output with the float64 reference, before
+    any timing: ({name: call}, {name: max |error|}, {name: details}, {name: skip note})."""
+    calls, errors, details, notes = {}, {}, {}, {}
+    for name in names:
+        try:
+            call = impls.prepare(name, q, k, v, causal, threads)
+            out = call.result()
+        except Exception as error:  # a peer's failure is a row with its reason
+            notes[name] = f"skipped: {type(error).__name__}: {error}"
+            continue
+        errors[name] = float(np.max(np.abs(out - reference)))
+        details[name] = call.details
+        bound = impls.tolerance(name)
+        if bound is not None and not errors[name] <= bound:
+            notes[name] = f"skipped: max |error| {errors[name]:.1e} against float64 > bound {bound:.0e}"
+            continue
+        calls[name] = call
+    return calls, errors, details, notes
+
+
+def time_size(n, causal, names, repeats, d=D, sgemm=True, pause=PAUSE, threads=None):
     """The seconds of each repeat per implementation (interleaved), each output's max |error|
     against float64, the median single-thread sgemm rate of the same repeats (GFLOP/s, or
-    None), and the SDPA backend torch picked (or None)."""
+    None), what ran ({name: details}) and why some did not ({name: note})."""
+    threads = threads or machine.cores()
     q, k, v = impls.inputs(n, d)
-    outputs = {name: impls.IMPLS[name](q, k, v, causal) for name in names}  # warm-up
     reference = impls.float64_reference(q, k, v, causal)
-    errors = {name: float(np.max(np.abs(out - reference))) for name, out in outputs.items()}
-    del outputs, reference
-    backend = impls.torch_backend(q, k, v, causal) if "torch" in names else None
+    calls, errors, details, notes = check(names, q, k, v, causal, reference, threads)
+    del reference
     a, b = (np.random.default_rng(i).standard_normal((SGEMM_N, SGEMM_N), dtype=np.float32) for i in range(2))
-    times, sgemm_times = {name: [] for name in names}, []
-    for _ in range(repeats):
-        for name in names:
-            times[name].append(_timed(lambda: impls.IMPLS[name](q, k, v, causal)))
-        if sgemm:
-            with machine.blas_threads(1) as limited:
-                if limited:
-                    sgemm_times.append(_timed(lambda: a @ b))
+    sgemm_times = []
+
+    def sgemm_once():
+        with machine.blas_threads(1) as limited:
+            if limited:
+                sgemm_times.append(timed(lambda: a @ b, pause))
+
+    times = rounds(calls, repeats, pause, between=sgemm_once if sgemm else None)
     rate = 2 * SGEMM_N**3 / statistics.median(sgemm_times) / 1e9 if sgemm_times else None
-    return times, errors, rate, backend
+    return times, errors, rate, details, notes
 
 
-def run(sizes, repeats=5, naive_budget_gib=2.0, numpy_flash_max=2048, rss=True, names=None, log=None):
-    """Time every available implementation at each N, causal and not; the rows of a results file."""
-    names = [name for name in (names or impls.available()) if name in impls.available()]
+def run(sizes, repeats=5, naive_budget_gib=2.0, numpy_flash_max=2048, rss=True, names=None, log=None,
+        pause=PAUSE, threads=None):
+    """Time every available implementation at each N, causal and not; the rows of a results file.
+    Implementations named but not installed are rows with a note."""
+    wanted = list(names or impls.IMPLS)
     rows, cores = [], machine.cores()
     for n in sizes:
         for causal in (False, True):
-            active = [name for name in names if skip_reason(name, n, naive_budget_gib, numpy_flash_max) is None]
-            repeat_seconds, errors, sgemm, backend = time_size(n, causal, active, repeats)
+            active = [name for name in wanted if skip_reason(name, n, naive_budget_gib, numpy_flash_max) is None
+                      and impls.missing(name) is None]
+            repeat_seconds, errors, sgemm, details, notes = time_size(n, causal, active, repeats, pause=pause,
+                                                                      threads=threads)
             q, k, v = impls.inputs(n, D)
-            for name in names:
-                note = skip_reason(name, n, naive_budget_gib, numpy_flash_max)
+            for name in wanted:
+                note = skip_reason(name, n, naive_budget_gib, numpy_flash_max) or impls.missing(name) or notes.get(name)
                 row = {"n": n, "causal": causal, "impl": name, "note": note}
+                if name in errors:
+                    row["max_error"] = errors[name]
+                    row["error_bound"] = impls.tolerance(name)
+                if name in details:
+                    row["details"] = details[name]
+                    if details[name].get("backend"):
+                        row["backend"] = details[name]["backend"]
                 if name in repeat_seconds:
                     fn = impls.IMPLS[name]
                     seconds = statistics.median(repeat_seconds[name])
-                    traced = None if name == "torch" else memory.traced(lambda: fn(q, k, v, causal))
-                    resident = memory.rss(name, n, D, causal) if rss and not causal else None
+                    # the peers' allocators are not traced; RSS of the course's own and PyTorch
+                    traced = memory.traced(lambda: fn(q, k, v, causal)) if name in impls.TRACED else None
+                    resident = memory.rss(name, n, D, causal) if rss and not causal and name in impls.RSS else None
                     row.update(
                         seconds=seconds, repeat_seconds=repeat_seconds[name], gflops=flops(n, causal) / seconds / 1e9,
-                        max_error=errors[name], traced_bytes=traced, rss_bytes=resident,
+                        traced_bytes=traced, rss_bytes=resident,
                         # each method misses some memory (see memory.py): keep the larger
                         peak_bytes=max((b for b in (traced, resident) if b is not None), default=None),
                         sgemm_1t_gflops=sgemm,
                     )
                     if sgemm:
                         row["sgemm_fraction"] = row["gflops"] / (sgemm * cores)
-                    if name == "torch":
-                        row["backend"] = backend
                 rows.append(row)
             if log:
                 log(f"  measured N = {n}, causal = {causal}")
     return rows
+
+
+def peer_ratios(rows, base="jit", peers=None):
+    """[{n, causal, impl, ratio}]: each implementation's time over base's, the median over the
+    rounds of the ratio within each round (> 1: base is faster); None where either did not run."""
+    peers = peers or sorted({r["impl"] for r in rows} - {base})
+    out = []
+    for n, causal in sorted({(r["n"], r["causal"]) for r in rows}):
+        mine = lookup(rows, n, causal, base, "repeat_seconds")
+        for impl in peers:
+            theirs = lookup(rows, n, causal, impl, "repeat_seconds")
+            out.append({"n": n, "causal": causal, "impl": impl, "ratio": paired(mine, theirs),
+                        "max_error": lookup(rows, n, causal, impl, "max_error"),
+                        "note": lookup(rows, n, causal, impl, "note")})
+    return out
 
 
 def lookup(rows, n, causal, impl, key="seconds"):
@@ -115,7 +194,7 @@ def side_by_side(rows, n, causal, impl, other):
     """How many times as fast impl ran as other: the median over the repeats of other's time
     over impl's in the same repeat; None if either did not run."""
     mine, theirs = (lookup(rows, n, causal, name, "repeat_seconds") for name in (impl, other))
-    return statistics.median(t / s for s, t in zip(mine, theirs, strict=True)) if mine and theirs else None
+    return paired(mine, theirs)
 
 
 def ratios(rows):

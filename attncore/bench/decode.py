@@ -1,0 +1,118 @@
+"""Decoding with grouped-query heads: one new token (or a speculative chunk of T_q) against a
+long KV cache, the regime where CPU inference lives and the memory bus, not the FMA units,
+sets the time.
+
+B = 1, H_q = 32 query heads sharing H_kv = 8 kv heads (G = 4), d = 128, float32. q is
+(B, H_q, T_q, d), k and v (B, H_kv, T_k, d); T_q > 1 is causal with bottom-right alignment
+(query i sees keys up to T_k - T_q + i). Every byte of K and V must be read once, so
+
+    achieved bandwidth = 2 * B * H_kv * T_k * d * 4 bytes / time,
+
+compared with the machine's measured bandwidth at the same thread count: reading a large
+array once (machine.read_bandwidth: what decoding does) and copying one (machine.copy_bandwidth,
+read + write). An implementation that reads K and V G times (the kv heads repeated) still
+gets the once-read figure: that is what the caller waited for.
+"""
+import statistics
+
+import numpy as np
+
+from . import machine, peers, timing
+
+H_Q, H_KV, D = 32, 8, 128
+T_KS = (4096, 32768)
+LONG_T_K = 131072
+T_QS = (1, 4)
+NAMES = ("jit", "torch", "onnxruntime", "openvino_f32", "openvino_default", "jax")
+
+
+def kv_bytes(t_k, h_kv=H_KV, d=D, batch=1, itemsize=4):
+    """Bytes of K and V, each read once."""
+    return 2 * batch * h_kv * t_k * d * itemsize
+
+
+def inputs(t_q, t_k, h_q=H_Q, h_kv=H_KV, d=D, seed=0):
+    rng = np.random.default_rng(seed)
+    q = rng.standard_normal((1, h_q, t_q, d), dtype=np.float32)
+    k, v = (rng.standard_normal((1, h_kv, t_k, d), dtype=np.float32) for _ in range(2))
+    return q, k, v
+
+
+def roofs(threads, repeats=3):
+    """Measured bandwidth for `threads` threads, GB/s: read once (the decode roof) and copy, on
+    arrays of at least 1 GiB and twice the largest cache the system reports, so that it is the
+    memory's and not a cache's (T_k = 32768 is 256 MiB of K and V: it may sit partly in a
+    large L3; see each row's fits_in_cache)."""
+    cache = machine.last_level_cache_bytes()
+    mib = max(1024, 2 * (cache or 0) // 2**20)
+    return {"threads": threads, "read_gbs": machine.read_bandwidth(threads, mib=mib, repeats=repeats),
+            "copy_gbs": machine.copy_bandwidth(threads, mib=mib, repeats=repeats), "array_mib": mib,
+            "last_level_cache_bytes": cache,
+            "read_method": f"np.dot of {mib} MiB float32 with itself, one BLAS thread per Python thread, fastest",
+            "copy_method": f"numpy.copyto of {mib} MiB float32, read + write counted, fastest"}
+
+
+def run(t_ks=T_KS, t_qs=T_QS, names=NAMES, repeats=5, pause=timing.PAUSE, threads=None, roof=None, log=None,
+        h_q=H_Q, h_kv=H_KV, d=D):
+    """Rows of the decode scenario, one per (T_k, T_q, implementation); skipped ones have a note."""
+    threads = threads or machine.cores()
+    roof = roof or roofs(threads)
+    rows = []
+    for t_k in t_ks:
+        for t_q in t_qs:
+            causal = "bottom_right" if t_q > 1 else False
+            q, k, v = inputs(t_q, t_k, h_q, h_kv, d)
+            reference = peers.float64_reference(q, k, v, causal)
+            calls, errors, details, notes = {}, {}, {}, {}
+            for name in names:
+                peer = peers.PEERS[name]
+                notes[name] = peer.missing()
+                if notes[name]:
+                    notes[name] = f"skipped: {notes[name]}"
+                    continue
+                try:
+                    call = peer.prepare(q, k, v, causal, threads)
+                    out = call.result()
+                except Exception as error:
+                    notes[name] = f"skipped: {type(error).__name__}: {error}"
+                    continue
+                errors[name] = float(np.max(np.abs(out - reference)))
+                details[name] = call.details
+                if not errors[name] <= peer.tolerance:
+                    notes[name] = f"skipped: max |error| {errors[name]:.1e} against float64 > bound {peer.tolerance:.0e}"
+                    continue
+                calls[name] = call
+            del reference
+            times = timing.rounds(calls, repeats, pause)
+            size = kv_bytes(t_k, h_kv, d)
+            for name in names:
+                row = {"t_k": t_k, "t_q": t_q, "h_q": h_q, "h_kv": h_kv, "d": d, "causal": causal, "impl": name,
+                       "kv_bytes": size, "fits_in_cache": bool(roof.get("last_level_cache_bytes")
+                                                              and size <= roof["last_level_cache_bytes"]),
+                       "note": notes.get(name), "max_error": errors.get(name),
+                       "error_bound": peers.PEERS[name].tolerance if name in errors else None,
+                       "details": details.get(name)}
+                if name in times:
+                    seconds = statistics.median(times[name])
+                    gbs = size / seconds / 1e9
+                    row.update(seconds=seconds, repeat_seconds=times[name], gbs=gbs,
+                               read_fraction=gbs / roof["read_gbs"], copy_fraction=gbs / roof["copy_gbs"])
+                    gqa = (details[name] or {}).get("gqa", "")
+                    if gqa.startswith("kv heads repeated"):
+                        row["note"] = gqa
+                rows.append(row)
+            for row in rows[-len(names):]:
+                row["torch_over_this"] = timing.paired(times.get(row["impl"]), times.get("torch"))
+            if log:
+                log(f"  measured decode T_k = {t_k}, T_q = {t_q}")
+            del calls
+    return {"roof": roof, "rows": rows, "settings": {"h_q": h_q, "h_kv": h_kv, "d": d, "batch": 1, "t_ks": list(t_ks),
+                                                    "t_qs": list(t_qs), "repeats": repeats, "pause_s": pause,
+                                                    "threads": threads, "dtype": "float32"}}
+
+
+def chunk_over_single(rows, impl, t_k):
+    """Time at T_q = 4 over time at T_q = 1 (medians; the calls ran in different rounds)."""
+    one, four = (next((r.get("seconds") for r in rows if (r["impl"], r["t_k"], r["t_q"]) == (impl, t_k, t_q)), None)
+                 for t_q in (1, 4))
+    return four / one if one and four else None
