@@ -47,6 +47,7 @@ TIER_MARKERS = {"slow", "pipeline", "browser", "book", "wheel", "model"}
 
 FILES = {
     "test_attention.py": CHECK,
+    "test_bench_peers.py": CHECK,
     "test_benchmarks.py": CHECK,
     "test_bfloat16.py": CHECK,
     "test_book_claims.py": CHECK,
@@ -151,10 +152,14 @@ def pytest_ignore_collect(collection_path, config):
 
 
 def pytest_collection_modifyitems(config, items):
-    """Give every test the markers of its tier; warn of test files FILES does not know."""
-    unknown = {}
+    """Give every test the markers of its tier; warn of test files FILES does not know
+    and of TESTS entries that name no test of their file (renamed: the file's tier would
+    apply unnoticed)."""
+    unknown, seen, files = {}, set(), {}
     for item in items:
         function = getattr(item, "originalname", None) or item.name.partition("[")[0]
+        seen.add(f"{item.path.name}::{function}")
+        files.setdefault(item.path.name, item)
         markers = tier(item.path, function)
         if markers is None:
             unknown.setdefault(item.path.name, item)
@@ -165,6 +170,12 @@ def pytest_collection_modifyitems(config, items):
         item.warn(pytest.PytestWarning(
             f"{name} has no test tier: it runs in `make check` too. Add it to FILES in "
             f"tests/conftest.py (and slow single tests to TESTS)."))
+    whole = not config.getoption("keyword") and not any("::" in arg for arg in config.args)
+    for key in TESTS if whole else ():  # files collected whole only: no -k, no node ids
+        name = key.partition("::")[0]
+        if name in files and key not in seen:
+            files[name].warn(pytest.PytestWarning(
+                f"TESTS in tests/conftest.py names {key}, which {name} does not have."))
 
 
 settings.register_profile(
