@@ -423,3 +423,60 @@ def test_printed_output_needs_no_sideways_scroll(page, base_url, path):
         .filter(p => p.checkVisibility() && p.scrollWidth > p.clientWidth + 1)
         .map(p => `${p.scrollWidth} px in ${p.clientWidth} px: ${p.textContent.slice(0, 60)}`)""")
     assert wide == [], f"output that scrolls sideways on {path}: {wide[:3]}"
+
+
+# ---------------------------------------------------------------------------------------
+# Figure text on a phone. A PNG w pixels wide at d dpi is w / d inches of figure; shown
+# r CSS px wide, its text of s points is s / 72 * r / (w / d) CSS px, whatever the dpi.
+# attncore.legibility draws every figure of the book and writes its smallest text, in
+# points, into the PNG (and the dpi, as every matplotlib PNG): this reads both back and
+# measures r in the browser.
+# ---------------------------------------------------------------------------------------
+MIN_FIGURE_TEXT_PX = 9
+
+# Each image of the text with the width it is shown at; one hidden in a closed toggle
+# would be shown as wide as its width attribute allows in the column.
+SHOWN_IMAGES = """() => {
+    const column = document.querySelector("article.bd-article") || document.querySelector("main") || document.body;
+    return [...column.querySelectorAll("img")].map(i => {
+        const shown = i.getBoundingClientRect().width;
+        const natural = Number(i.getAttribute("width")) || i.naturalWidth;
+        return [new URL(i.src).pathname, shown > 0 ? shown : Math.min(natural, column.clientWidth)];
+    });
+}"""
+
+
+def figure_text_sizes(page):
+    """[(image name, smallest text in CSS px or None, why None)] for the images of the open page."""
+    from urllib.parse import unquote
+
+    from PIL import Image
+
+    from attncore.legibility import SMALLEST_TEXT_KEY
+
+    sizes = []
+    for src, shown in page.evaluate(SHOWN_IMAGES):
+        file = SITE / unquote(src).lstrip("/")
+        if file.suffix.lower() != ".png":
+            sizes.append((file.name, None, "not a PNG: its text size cannot be read"))
+            continue
+        with Image.open(file) as image:
+            points, dpi = image.info.get(SMALLEST_TEXT_KEY), image.info.get("dpi", (0,))[0]
+            inches = image.width / dpi if dpi else 0
+        if points is None or not inches:
+            sizes.append((file.name, None, f"records no smallest text ({SMALLEST_TEXT_KEY}) or dpi: "
+                                           "not drawn through attncore.legibility"))
+            continue
+        sizes.append((file.name, float(points) / 72 * shown / inches, f"{points} pt, {inches:.2f} in "
+                                                                       f"shown {shown:.0f} px"))
+    return sizes
+
+
+@pytest.mark.parametrize("page", [PHONE], indirect=True, ids=["390px"])
+@pytest.mark.parametrize("path", PAGES)
+def test_figure_text_is_legible_on_a_phone(page, base_url, path):
+    """Every figure's smallest text is at least 9 CSS px at 390 px (issue 24)."""
+    load(page, base_url + path)
+    small = [f"{name}: {'unknown' if px is None else f'{px:.2f} px'} ({why})"
+             for name, px, why in figure_text_sizes(page) if px is None or px < MIN_FIGURE_TEXT_PX]
+    assert small == [], f"figure text under {MIN_FIGURE_TEXT_PX} CSS px on {path} at 390 px: {small}"
