@@ -61,6 +61,7 @@ def run(t_ks=T_KS, t_qs=T_QS, names=NAMES, repeats=5, pause=timing.PAUSE, thread
     for t_k in t_ks:
         for t_q in t_qs:
             causal = "bottom_right" if t_q > 1 else False
+            load = machine.load_average()
             q, k, v = inputs(t_q, t_k, h_q, h_kv, d)
             reference = peers.float64_reference(q, k, v, causal)
             calls, errors, details, notes = {}, {}, {}, {}
@@ -87,7 +88,7 @@ def run(t_ks=T_KS, t_qs=T_QS, names=NAMES, repeats=5, pause=timing.PAUSE, thread
             size = kv_bytes(t_k, h_kv, d)
             for name in names:
                 row = {"t_k": t_k, "t_q": t_q, "h_q": h_q, "h_kv": h_kv, "d": d, "causal": causal, "impl": name,
-                       "kv_bytes": size, "fits_in_cache": bool(roof.get("last_level_cache_bytes")
+                       "load_average": load, "kv_bytes": size, "fits_in_cache": bool(roof.get("last_level_cache_bytes")
                                                               and size <= roof["last_level_cache_bytes"]),
                        "note": notes.get(name), "max_error": errors.get(name),
                        "error_bound": peers.PEERS[name].tolerance if name in errors else None,

@@ -254,10 +254,10 @@ class OpenVINO(Peer):
         try:
             import openvino as ov
 
-            hint = str(ov.Core().get_property("CPU", "INFERENCE_PRECISION_HINT"))
+            hint = ov.Core().get_property("CPU", "INFERENCE_PRECISION_HINT").get_type_name()
         except Exception:
             return "bfloat16"
-        return "float32" if "32" in hint else "bfloat16"
+        return "float32" if hint == "f32" else "bfloat16"  # bf16, or f16 on some CPUs: the looser bound
 
     def prepare(self, q, k, v, causal, threads):
         import openvino as ov
@@ -292,7 +292,7 @@ class OpenVINO(Peer):
 
         details = {"backend": "opset13.ScaledDotProductAttention, CPU plugin",
                    "layout": "(B, H_kv, G, T, d) broadcast" if g > 1 else "(B, H, T, d)",
-                   "precision": str(compiled.get_property("INFERENCE_PRECISION_HINT")),
+                   "precision": compiled.get_property("INFERENCE_PRECISION_HINT").get_type_name(),
                    "threads": int(compiled.get_property("INFERENCE_NUM_THREADS")), "version": version("openvino")}
         return Call(run, convert, details, (compiled, arrays))
 

@@ -137,12 +137,13 @@ def run(sizes, repeats=5, naive_budget_gib=2.0, numpy_flash_max=2048, rss=True, 
         for causal in (False, True):
             active = [name for name in wanted if skip_reason(name, n, naive_budget_gib, numpy_flash_max) is None
                       and impls.missing(name) is None]
+            load = machine.load_average()
             repeat_seconds, errors, sgemm, details, notes = time_size(n, causal, active, repeats, pause=pause,
                                                                       threads=threads)
             q, k, v = impls.inputs(n, D)
             for name in wanted:
                 note = skip_reason(name, n, naive_budget_gib, numpy_flash_max) or impls.missing(name) or notes.get(name)
-                row = {"n": n, "causal": causal, "impl": name, "note": note}
+                row = {"n": n, "causal": causal, "impl": name, "note": note, "load_average": load}
                 if name in errors:
                     row["max_error"] = errors[name]
                     row["error_bound"] = impls.tolerance(name)
