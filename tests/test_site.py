@@ -465,7 +465,8 @@ def figure_text_sizes(page):
             inches = image.width / dpi if dpi else 0
         if points is None or not inches:
             sizes.append((file.name, None, f"records no smallest text ({SMALLEST_TEXT_KEY}) or dpi: "
-                                           "not drawn through attncore.legibility"))
+                                           "not drawn through attncore.legibility (or executed before "
+                                           "it was: clear _build/.jupyter_cache)"))
             continue
         sizes.append((file.name, float(points) / 72 * shown / inches, f"{points} pt, {inches:.2f} in "
                                                                        f"shown {shown:.0f} px"))
