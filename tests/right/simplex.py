@@ -166,4 +166,12 @@ class RowStochastic:
 
 is_row_stochastic = RowStochastic()
 ''', note="UserWarning"),
+    Right('is_row_stochastic', 'held-out class: returns numpy.bool_', '''
+def is_row_stochastic(W, atol=None):
+    n = W.shape[-1]
+    if atol is None:
+        atol = max(4 * n, 8) * np.finfo(W.dtype).eps
+    return (np.isfinite(W).all() & ((W >= 0) & (W <= 1)).all()
+            & (np.abs(W.sum(axis=-1) - 1) <= atol).all())
+'''),
 ]

@@ -208,4 +208,39 @@ def attention(Q, K, V):
     A = softmax(np.matmul(Q, K) / np.sqrt(Q.shape[-1]))
     return A @ V
 '''),
+    # held-out class: normalises by the sum of the whole matrix
+    Wrong('attention_weights', 'normalised over the whole array instead of each row', '''
+def attention_weights(Q, K):
+    S = attention_scores(Q, K)
+    E = np.exp(S - S.max())
+    return E / E.sum()
+'''),
+    # held-out class: rounds the weights to 3 decimals
+    Wrong('attention_weights', 'right values, rounded', '''
+def attention_weights(Q, K):
+    return np.round(softmax(attention_scores(Q, K), axis=-1), 3)
+'''),
+    # held-out class: max without keepdims (broadcasts along the wrong axis)
+    Wrong('attention_weights', 'row maximum or row sum without keepdims', '''
+def attention_weights(Q, K):
+    S = attention_scores(Q, K)
+    E = np.exp(S - S.max(axis=-1))
+    return E / E.sum(axis=-1, keepdims=True)
+'''),
+    # held-out class: unnormalised exp(S) @ V
+    Wrong('attention', 'exp of the scores not divided by the row sum', '''
+def attention(Q, K, V):
+    S = Q @ K.T / np.sqrt(Q.shape[-1])
+    return np.exp(S - S.max(axis=-1, keepdims=True)) @ V
+'''),
+    # held-out class: multiplies by K instead of V
+    Wrong('attention', 'keys in place of the values (weights @ K)', '''
+def attention(Q, K, V):
+    return attention_weights(Q, K) @ K
+'''),
+    # held-out class: divides the output by T_k (averages twice)
+    Wrong('attention', 'right values times a constant factor', '''
+def attention(Q, K, V):
+    return attention_weights(Q, K) @ V / K.shape[0]
+'''),
 ]

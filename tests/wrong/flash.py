@@ -609,4 +609,28 @@ def flash_attention(Q, K, V, block_size):
         out[q0:q0 + rows] = slab[:rows] @ V / l[:, None]
     return out
 '''),
+    # held-out class: sums exp(tile - old max) before updating m (overflow)
+    Wrong('online_softmax_stats', 'tile summed against the old maximum', '''
+def online_softmax_stats(x, block_size):
+    T_q, T_k = x.shape
+    m = x[:, :1].max(axis=1)
+    l = np.zeros(T_q)
+    for k0 in range(0, T_k, block_size):
+        tile = x[:, k0:k0 + block_size]
+        l = l + np.exp(tile - m[:, None]).sum(axis=1)
+        m_new = np.maximum(m, tile.max(axis=1))
+        l = l * np.exp(m - m_new)
+        m = m_new
+    return m, l
+'''),
+    # held-out class: misplaced parentheses: (s_raw - lse) / sqrt(d)
+    Wrong('row_from_lse', 'the log-sum-exp inside the scale', '''
+def row_from_lse(q, K, lse):
+    return np.exp((K @ q - lse) / np.sqrt(q.shape[0]))
+'''),
+    # held-out class: forgot the exp: returns log-weights
+    Wrong('row_from_lse', 'log-weights returned (exp forgotten)', '''
+def row_from_lse(q, K, lse):
+    return K @ q / np.sqrt(q.shape[0]) - lse
+'''),
 ]

@@ -278,4 +278,21 @@ def grouped_query_attention(Q, K, V):
     A = softmax(Q @ K_all.transpose(0, 2, 1))
     return A @ V_all / np.sqrt(Q.shape[-1])
 '''),
+    # held-out class: off by one: (q_head + 1) // G
+    Wrong('kv_head_for', 'query heads counted from 1 (off by one)', '''
+def kv_head_for(q_head, n_q_heads, n_kv_heads):
+    G = n_q_heads // n_kv_heads
+    return (q_head + 1) // G
+'''),
+    # held-out class: output preallocated as zeros_like(Q) (assumes d_v == d)
+    Wrong('grouped_query_attention', 'output allocated with the shape of Q', '''
+def grouped_query_attention(Q, K, V):
+    H_q, T_q, d = Q.shape
+    H_kv = K.shape[0]
+    out = np.zeros_like(Q)
+    for h in range(H_q):
+        j = kv_head_for(h, H_q, H_kv)
+        out[h] = softmax(Q[h] @ K[j].T / np.sqrt(d)) @ V[j]
+    return out
+'''),
 ]

@@ -512,4 +512,37 @@ def layer_attention(hidden, weights, attention_mask):
         'A = softmax(q @ k / np.sqrt(d), mask=keep)')),
     Wrong("layer_attention", KEYS_AS_GIVEN, with_weights(
         'A = softmax(np.matmul(q, k) / np.sqrt(d), mask=keep)')),
+    # held-out class: n_heads and head size swapped in the reshape
+    Wrong('split_heads', 'number of heads and head size swapped', '''
+def split_heads(x, n_heads):
+    B, T, D = x.shape
+    d = D // n_heads
+    return x.reshape(B, T, d, n_heads).transpose(0, 2, 1, 3)
+'''),
+    # held-out class: forgot the projection biases
+    Wrong('layer_attention', 'a projection bias left out', '''
+def layer_attention(hidden, weights, attention_mask):
+    B, T, D = hidden.shape
+    H = weights.n_heads
+    d = D // H
+    q = split_heads(hidden @ weights.W_q, H)
+    k = split_heads(hidden @ weights.W_k, H)
+    v = split_heads(hidden @ weights.W_v, H)
+    A = softmax(q @ k.transpose(0, 1, 3, 2) / np.sqrt(d), mask=attention_mask.astype(bool)[:, None, None, :])
+    ctx = (A @ v).transpose(0, 2, 1, 3).reshape(B, T, D)
+    return ctx @ weights.W_o + weights.b_o, A
+'''),
+    # held-out class: returns (A, output) in the wrong order
+    Wrong('layer_attention', 'results returned in the wrong order', '''
+def layer_attention(hidden, weights, attention_mask):
+    B, T, D = hidden.shape
+    H = weights.n_heads
+    d = D // H
+    q = split_heads(hidden @ weights.W_q + weights.b_q, H)
+    k = split_heads(hidden @ weights.W_k + weights.b_k, H)
+    v = split_heads(hidden @ weights.W_v + weights.b_v, H)
+    A = softmax(q @ k.transpose(0, 1, 3, 2) / np.sqrt(d), mask=attention_mask.astype(bool)[:, None, None, :])
+    ctx = (A @ v).transpose(0, 2, 1, 3).reshape(B, T, D)
+    return A, ctx @ weights.W_o + weights.b_o
+'''),
 ]

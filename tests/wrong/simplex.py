@@ -328,4 +328,50 @@ def is_row_stochastic(W, atol=None):
     ok = np.isfinite(W).all() and (W >= 0).all() and (W <= 1).all()
     return bool(ok and (np.abs(W.sum(-1) - 1) <= atol).all())
 '''),
+    # held-out class: divides by the sum of the whole array
+    Wrong('softmax', 'normalised over the whole array instead of each row', '''
+def softmax(scores):
+    e = np.exp(scores - scores.max(axis=-1, keepdims=True))
+    return e / e.sum()
+'''),
+    # held-out class: rounds to 6 decimals
+    Wrong('softmax', 'right values, rounded', '''
+def softmax(scores):
+    e = np.exp(scores - scores.max(axis=-1, keepdims=True))
+    return np.round(e / e.sum(axis=-1, keepdims=True), 6)
+'''),
+    # held-out class: base-2 exponent (np.exp2)
+    Wrong('softmax', 'exp2 instead of exp', '''
+def softmax(scores):
+    e = np.exp2(scores - scores.max(axis=-1, keepdims=True))
+    return e / e.sum(axis=-1, keepdims=True)
+'''),
+    # held-out class: default atol uses float64 eps whatever the dtype
+    Wrong('is_row_stochastic', "default slack from float64's eps, not W's dtype", '''
+def is_row_stochastic(W, atol=None):
+    n = W.shape[-1]
+    if atol is None:
+        atol = max(4 * n, 8) * np.finfo(float).eps
+    if not np.all(np.isfinite(W)) or np.any(W < 0) or np.any(W > 1):
+        return False
+    return bool(np.all(np.abs(W.sum(axis=-1) - 1) <= atol))
+'''),
+    # held-out class: default slack 4n eps without the floor of 8
+    Wrong('is_row_stochastic', 'default slack without its floor of 8 eps', '''
+def is_row_stochastic(W, atol=None):
+    n = W.shape[-1]
+    if atol is None:
+        atol = 4 * n * np.finfo(W.dtype).eps
+    if not np.all(np.isfinite(W)) or np.any(W < 0) or np.any(W > 1):
+        return False
+    return bool(np.all(np.abs(W.sum(axis=-1) - 1) <= atol))
+'''),
+    # held-out class: special case n == 1 returns np.ones (float64 for float32)
+    Wrong('softmax', 'wrong output shape or dtype', '''
+def softmax(scores):
+    if scores.shape[-1] == 1:
+        return np.ones(scores.shape)
+    e = np.exp(scores - scores.max(axis=-1, keepdims=True))
+    return e / e.sum(axis=-1, keepdims=True)
+'''),
 ]

@@ -13,6 +13,7 @@ import contextvars
 import copy
 import dataclasses
 from dataclasses import dataclass, field
+from itertools import permutations
 from typing import Callable
 
 import numpy as np
@@ -30,7 +31,11 @@ MATERIALISED_FIX = ("never build the (T_q, T_k) score matrix (no Q @ K.T on whol
                     "per query row, and hold only one (block_size, block_size) tile of scores at "
                     "a time.")
 MEMORY_UNMEASURED = "memory use could not be measured"
-GENERIC = (INPUT_MODIFIED, SHAPE_OR_DTYPE, NAN_OR_INF, MATERIALISED, MEMORY_UNMEASURED)
+ROUNDED = "right values, rounded"
+SCALED = "right values times a constant factor"
+WRONG_ORDER = "results returned in the wrong order"
+GENERIC = (INPUT_MODIFIED, SHAPE_OR_DTYPE, NAN_OR_INF, MATERIALISED, MEMORY_UNMEASURED, ROUNDED,
+           SCALED, WRONG_ORDER)
 VISIBLE_SUITES = ("basic",)  # the cases a notebook shows; every other suite is hidden
 
 _DRAW = contextvars.ContextVar("draw", default=None)
@@ -379,12 +384,49 @@ def _generic(got, expected):
         return (SHAPE_OR_DTYPE,
                 f"Your result has dtype {got_array.dtype}; expected {expected.dtype}.",
                 "return a boolean array (True = may attend)." if expected.dtype == bool else "")
+    if np.issubdtype(got_array.dtype, np.number) and np.issubdtype(expected.dtype, np.floating):
+        near = _rounded(got_array, expected) or _scaled(got_array, expected)
+        if near is not None:
+            return near
     differ = np.argwhere(~np.isclose(got_array, expected, equal_nan=True)) if np.issubdtype(
         got_array.dtype, np.number) else np.argwhere(got_array != expected)
     where = tuple(int(i) for i in differ[0]) if len(differ) else ()
     at = f" First difference at index {where}: got {got_array[where]}, expected {expected[where]}." if where else ""
     return ("wrong values", f"No known mistake matches exactly.{at}",
             "compare your steps with the definition in the exercise text on this small input.")
+
+
+def _rounded(got, expected):
+    """ROUNDED when got is expected rounded to 0-8 decimals (and differs from it), else None:
+    every entry on the grid of that many decimals, within half a step of the expected one
+    (up to the rounding of got's dtype)."""
+    eps = np.finfo(got.dtype).eps if np.issubdtype(got.dtype, np.floating) else 0.0
+    values, reference = got.astype(np.float64), expected.astype(np.float64)
+    for decimals in range(9):
+        steps = values * 10.0 ** decimals
+        slack = 4 * eps * np.abs(steps).max(initial=1.0) + 1e-9
+        on_grid = np.allclose(steps, np.round(steps), rtol=0, atol=slack)
+        near = np.all(np.abs(values - reference) <= 0.5 * 10.0 ** -decimals
+                      + 4 * eps * np.abs(reference).max(initial=1.0))
+        if on_grid and near:
+            return (ROUNDED, f"Your values are the expected ones rounded to {decimals} decimals.",
+                    "return the values as computed: rounding (np.round, round, a format) is for "
+                    "printing only.")
+    return None
+
+
+def _scaled(got, expected):
+    """SCALED when got = c * expected for one number c other than 1, else None."""
+    flat, ref = got.astype(np.float64).ravel(), expected.astype(np.float64).ravel()
+    if not ref.any() or not np.all(np.isfinite(flat)) or not np.all(np.isfinite(ref)):
+        return None
+    c = float(ref @ flat / (ref @ ref))
+    if np.isclose(c, 1) or not np.allclose(flat, c * ref, rtol=1e-6, atol=1e-9 * np.abs(ref).max()):
+        return None
+    return (SCALED, f"Your result is the expected one times {c:.6g} (1/{1 / c:.6g}): every entry "
+                    f"by the same factor.",
+            "look for a division or multiplication too many (by a size such as T_k, d_k or "
+            "sqrt(d_k)) applied to the whole result.")
 
 
 def _kind(array):
@@ -402,11 +444,25 @@ def _generic_several(got, expected):
                 f"{len(expected)}: {shapes}.",
                 f"return all {len(expected)} results, in the order the exercise gives "
                 f"(return first, second).")
+    order = _reordered(got, expected)
+    if order is not None:
+        return (WRONG_ORDER, f"Your function returned the right results in the order {order}; "
+                             f"the exercise asks for them in the order 0, ..., {len(expected) - 1}.",
+                "return them in the order the exercise gives (return first, second).")
     for index, (mine, theirs) in enumerate(zip(got, expected)):
         if not same(mine, theirs):
             headline, detail, fix = _generic(mine, theirs)
             return headline, f"Result {index} of the tuple you returned: {detail}", fix
     return ("wrong values", "No known mistake matches exactly.", "")
+
+
+def _reordered(got, expected):
+    """The order of expected's results in got when got holds them all, reordered, else None."""
+    for order in permutations(range(len(expected))):
+        if list(order) != sorted(order) and all(
+                same(got[i], expected[j]) for i, j in enumerate(order)):
+            return ", ".join(map(str, order))
+    return None
 
 
 def _modified(name, before, after):

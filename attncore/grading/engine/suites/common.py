@@ -181,15 +181,76 @@ def scale_misconception(with_scale=None, fit=None, fix=SCALE_FIX):
         detail=lambda arguments, i: report(arguments, WRONG_SCALES[i][1](*_dims(arguments))))
 
 
+WHOLE = "normalised over the whole array instead of each row"
+WHOLE_FIX = ("divide each row by its own sum: e.sum(axis=-1, keepdims=True), not e.sum() (which "
+             "adds up every entry of the array, or of a whole matrix when you loop over the "
+             "first axis of a 3-D input).")
+KEEPDIMS = "row maximum or row sum without keepdims"
+KEEPDIMS_FIX = ("reduce with keepdims=True: x.max(axis=-1, keepdims=True) and "
+                "e.sum(axis=-1, keepdims=True) have shape (..., 1), so they line up with the "
+                "rows. Without keepdims the shape is (...,), and NumPy lines it up with the last "
+                "axis instead (or refuses to broadcast).")
+UNNORMALISED = "exp of the scores not divided by the row sum"
+UNNORMALISED_FIX = ("the softmax divides each exp by its row's sum: e = np.exp(x - m); "
+                    "e / e.sum(axis=-1, keepdims=True). Without the division the weights do not "
+                    "sum to 1, and each output is not an average of the values.")
+EXP2 = "exp2 instead of exp"
+EXP2_FIX = ("use np.exp. Kernels such as Triton's use exp2 only after multiplying the scores "
+            "(and the maximum) by log2(e) = 1.4427, because exp(x) = exp2(x * log2(e)); "
+            "exp2 on the plain scores computes a softmax of s * ln(2), a different distribution.")
+EXP2_DETAIL = "Your result matches 2 ** (s - m) in place of exp(s - m)."
+
+
+def exp_rows(x, axis=-1, exp=np.exp):
+    return exp(x - x.max(axis=axis, keepdims=True))
+
+
+def whole_sum_softmax(x, axis=-1):
+    e = exp_rows(x, axis)
+    return e / e.sum()
+
+
+def whole_array_softmax(x, axis=-1):
+    e = np.exp(x - x.max())
+    return e / e.sum()
+
+
+def max_without_keepdims(x, axis=-1):
+    e = np.exp(x - x.max(axis=axis))
+    return e / e.sum(axis=axis, keepdims=True)
+
+
+def sum_without_keepdims(x, axis=-1):
+    e = exp_rows(x, axis)
+    return e / e.sum(axis=axis)
+
+
+def exp2_softmax(x, axis=-1):
+    e = exp_rows(x, axis, exp=np.exp2)
+    return e / e.sum(axis=axis, keepdims=True)
+
+
 def softmax_misconceptions(apply, axes=(0,)):
-    """The softmax mistakes, each as a wrong implementation: apply(softmax_fn) builds it;
-    axes: the wrong axes a learner may normalise over."""
+    """The softmax mistakes, each as a wrong implementation: apply(softmax_fn) builds it
+    (softmax_fn(x, axis=-1)); axes: the wrong axes a learner may normalise over."""
     return [
         Misconception(WRONG_AXIS, WRONG_AXIS_FIX, variants=tuple(
             apply(lambda x, a=a: attncore.softmax(x, axis=a)) for a in axes)),
         Misconception(MIN_SUBTRACTED, MIN_SUBTRACTED_FIX, variants=(apply(min_softmax),)),
         Misconception(UNSTABLE, UNSTABLE_FIX, variants=(apply(naive_softmax),)),
         Misconception(GLOBAL_MAX, GLOBAL_MAX_FIX, variants=(apply(global_max_softmax),)),
+        Misconception(WHOLE, WHOLE_FIX,
+                      variants=(apply(whole_sum_softmax), apply(whole_array_softmax)),
+                      detail="Your weights add up to 1 over the whole matrix, not row by row."),
+        Misconception(UNNORMALISED, UNNORMALISED_FIX,
+                      variants=(apply(exp_rows), apply(lambda x, axis=-1: np.exp(x))),
+                      detail="Your weights are exp of the scores (less each row's maximum, or "
+                             "not), never divided by the row's sum."),
+        Misconception(KEEPDIMS, KEEPDIMS_FIX,
+                      variants=(apply(max_without_keepdims), apply(sum_without_keepdims)),
+                      detail="Your row maxima or row sums were applied along the wrong axis: "
+                             "entry (i, j) was shifted or divided by the value of row j."),
+        Misconception(EXP2, EXP2_FIX, variants=(apply(exp2_softmax),), detail=EXP2_DETAIL),
     ]
 
 
@@ -267,8 +328,8 @@ def keys_not_transposed(with_keys_as_given=None):
             inner_fits = int(core.group(2)) == d_k and int(core.group(1)) != d_k
         elif dot:
             inner_fits = int(dot.group(1)) == d_k and int(dot.group(2)) != d_k
-        else:  # einsum written for 2-D Q and K
-            inner_fits = Q.ndim == K.ndim == 2 and "could not be broadcast" in error_message
+        else:  # einsum written for 2-D Q and K ("... with remapped shapes ...")
+            inner_fits = Q.ndim == K.ndim == 2 and "remapped shapes" in error_message
         if Q.shape[-1] == K.shape[-2] or not inner_fits:
             return None
         return (f"Q has shape {Q.shape} and K has shape {K.shape}: Q @ K puts the "
@@ -337,3 +398,30 @@ def rounded_rows(argument, at_most_one=False, name=LSE_ROUNDED, fix=LSE_ROUNDED_
                 f"row is off by that factor.")
 
     return Misconception(name, fix, detect=detect, close_too=True)
+
+
+KEYS_AS_VALUES = "keys in place of the values (weights @ K)"
+KEYS_AS_VALUES_FIX = ("the output averages the VALUES: weights @ V. K only enters the scores "
+                      "(Q K^T); it never appears in the weighted sum.")
+OUTPUT_LIKE_QUERIES = "output allocated with the shape of Q"
+OUTPUT_LIKE_QUERIES_FIX = ("the output has one row per query and one column per VALUE feature: "
+                           "allocate it as np.empty((..., T_q, V.shape[-1])), not np.zeros_like(Q) "
+                           "or Q's shape, which has d_k columns; d_v may differ from d_k.")
+
+
+def output_like_queries():
+    """OUTPUT_LIKE_QUERIES: recognised from NumPy's error when a (T_q, d_v) block goes into an
+    output of Q's shape, whose rows have d_k entries."""
+    def on_error(arguments, error_type, error_message):
+        Q, V = list(arguments.values())[0], list(arguments.values())[2]
+        sizes = re.search(r"from shape \(([\d, ]+)\) into shape \(([\d, ]+)\)", error_message)
+        if error_type != "ValueError" or sizes is None or not isinstance(V, np.ndarray):
+            return None
+        into = tuple(int(n) for n in sizes[2].replace(" ", "").split(",") if n)
+        given = tuple(int(n) for n in sizes[1].replace(" ", "").split(",") if n)
+        if not into or into[-1] != Q.shape[-1] or not given or given[-1] != V.shape[-1]:
+            return None
+        return (f"A block of {given} (rows of d_v = {V.shape[-1]} value features) did not fit "
+                f"into your output, whose rows have d_k = {Q.shape[-1]} entries, as Q's do.")
+
+    return Misconception(OUTPUT_LIKE_QUERIES, OUTPUT_LIKE_QUERIES_FIX, on_error=on_error)

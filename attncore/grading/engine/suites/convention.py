@@ -6,10 +6,10 @@ import attncore
 from .. import stand_ins
 from ..probe import Case, FunctionSpec, Misconception
 from .common import (
-    NO_SOFTMAX, NO_SOFTMAX_FIX, SCALE_AFTER_SOFTMAX, SCALE_AFTER_SOFTMAX_FIX, TRANSPOSED,
-    TRANSPOSED_FIX, arrays, effective_scale, keys_not_transposed, queries_for,
-    rows_of_different_scales,
-    scale_misconception, softmax_misconceptions, softmax_scale,
+    KEYS_AS_VALUES, KEYS_AS_VALUES_FIX, NO_SOFTMAX, NO_SOFTMAX_FIX, SCALE_AFTER_SOFTMAX,
+    SCALE_AFTER_SOFTMAX_FIX, TRANSPOSED, TRANSPOSED_FIX, arrays, effective_scale,
+    keys_not_transposed, queries_for, rows_of_different_scales, scale_misconception,
+    softmax_misconceptions, softmax_scale,
 )
 
 ASSIGNMENT = "01-convention"
@@ -167,6 +167,8 @@ SPECS = [
                 lambda Q, K, V: attncore.softmax(_raw(Q, K)) @ V / np.sqrt(Q.shape[-1]),
                 lambda Q, K, V: attncore.softmax(_scaled(Q, K)) @ V / np.sqrt(Q.shape[-1])),
                 detail=SCALE_AFTER_DETAIL.replace("Your result", "Your weights")),
+            Misconception(KEYS_AS_VALUES, KEYS_AS_VALUES_FIX, variants=(
+                lambda Q, K, V: attncore.attention_weights(Q, K) @ K,)),
             keys_not_transposed(attncore.attention),
             scale_misconception(_attention_with_scale),
         ],

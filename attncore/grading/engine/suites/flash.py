@@ -10,7 +10,8 @@ from attncore.flash import empty_state, merge, tile_state
 
 from .. import stand_ins
 from ..probe import MATERIALISED, MATERIALISED_FIX, Case, FunctionSpec, Misconception
-from .common import UNSTABLE, arrays, keys_not_transposed, scale_misconception
+from .common import (EXP2, EXP2_DETAIL, EXP2_FIX, UNSTABLE, arrays, keys_not_transposed,
+                     output_like_queries, scale_misconception)
 
 ASSIGNMENT = "05-flash"
 FORBIDDEN = ("flash_attention", "attention", "attention_weights", "attention_scores", "softmax",
@@ -47,11 +48,6 @@ ALPHA_INVERTED_DETAIL = [
     "Your sums match alpha = exp(m_new - m_old), the inverse of the factor that rescales the "
     "old terms: each time the maximum grows, the old part is multiplied up instead of down.",
 ]
-EXP2 = "exp2 instead of exp"
-EXP2_FIX = ("use np.exp. Kernels such as Triton's use exp2 only after multiplying the scores "
-            "(and the maximum) by log2(e) = 1.4427, because exp(x) = exp2(x * log2(e)); "
-            "exp2 on the plain scores computes a softmax of s * ln(2), a different distribution.")
-EXP2_DETAIL = "Your result matches 2 ** (s - m) in place of exp(s - m)."
 
 
 def _tiles(n, block, drop_last=False):
@@ -114,6 +110,19 @@ def _stats_with(rescale=True, tile_max=False, m0=-np.inf, drop_last=False, naive
     return run
 
 
+def _stats_against_old_max(x, block_size):
+    """A learner's (m, l) that adds a tile's exp(s - m_old) before updating m to m_new."""
+    m = x[:, 0].astype(np.float64)
+    l = np.zeros(x.shape[0])
+    with np.errstate(all="ignore"):
+        for k0 in range(0, x.shape[1], block_size):
+            t = x[:, k0:k0 + block_size].astype(np.float64)
+            m_new = np.maximum(m, t.max(axis=1))
+            l = (l + np.exp(t - m[:, None]).sum(axis=1)) * np.exp(m - m_new)
+            m = m_new
+    return m.astype(x.dtype), l.astype(x.dtype)
+
+
 def stats_case(seed, t_q, t_k, block, what, last_tile_bonus=0.0, offset=0.0, dtype=np.float64,
                row_offsets=None):
     def make():
@@ -148,11 +157,21 @@ STATS_CASES = {
                    row_offsets=[-1e4, 0, 1e4, -50]),
         stats_case(8, 3, 13, 5, "rows at offsets 1e4, -1e4, 0 with the largest score in the last "
                    "tile, 200 above the rest", last_tile_bonus=200.0, row_offsets=[1e4, -1e4, 0]),
+        stats_case(9, 2, 6, 2, "the last tile 1000 above the first: exp(s - the OLD maximum) "
+                   "overflows", last_tile_bonus=1000.0),
     ],
 }
 
 
 STATS_MISCONCEPTIONS = [
+    Misconception(
+        "tile summed against the old maximum",
+        "update the maximum FIRST: m_new = max(m, tile maximum), then l = l * exp(m - m_new) + "
+        "sum(exp(tile - m_new)). Summing exp(tile - m) against the old m overflows as soon as a "
+        "tile scores more than about 709 (88 in float32) above every earlier score.",
+        variants=(_stats_against_old_max,),
+        detail="Your l is inf or NaN where a later tile scores far above the earlier ones: "
+               "exp(s - m) with the old, smaller m overflowed before the rescale."),
     Misconception(NO_RESCALE, NO_RESCALE_FIX,
                   variants=(_stats_with(rescale=False), _stats_with(tile_max=True),
                             _stats_with(tile_max=True, last_max=True),
@@ -378,6 +397,7 @@ def _dropped_detail(args, i):
 
 
 FLASH_MISCONCEPTIONS = [
+    output_like_queries(),
     Misconception(NO_RESCALE, NO_RESCALE_FIX,
                   variants=(_flash_with(rescale_l=False, rescale_acc=False),
                             _flash_with(rescale_l=False), _flash_with(rescale_acc=False),
@@ -500,6 +520,18 @@ LSE_MISCONCEPTIONS = [
             f"their weights sum to {float(row_reference(**a).sum()):.4g}.")),
     Misconception(EXP2, EXP2_FIX.replace("softmax of s * ln(2)", "row of 2 ** (s - lse)"),
                   variants=(_row_with(exp=np.exp2),), detail=EXP2_DETAIL.replace("m)", "lse)")),
+    Misconception(
+        "the log-sum-exp inside the scale",
+        "subtract lse from the SCALED scores: exp(q . k_j / sqrt(d_k) - lse). Dividing "
+        "(q . k_j - lse) by sqrt(d_k) scales the lse too.",
+        variants=(lambda q, K, lse: np.exp((K @ q - lse) / np.sqrt(q.shape[0])),),
+        detail="Your row is exp((q . k_j - lse) / sqrt(d_k)): the parentheses put lse inside "
+               "the scaling."),
+    Misconception(
+        "log-weights returned (exp forgotten)",
+        "s_j - lse is the LOG of the weight: return exp(s_j - lse).",
+        variants=(lambda q, K, lse: K @ q / np.sqrt(q.shape[0]) - lse,),
+        detail="Your entries are s_j - lse, negative numbers: the logs of the weights."),
     Misconception(UNSTABLE, "compute exp(s - lse) in one step: exp(s) and exp(lse) overflow "
                   "for scores near 1e4 even though their ratio is small.",
                   variants=(_row_with(naive=True),)),

@@ -8,9 +8,12 @@ import attncore
 
 from .. import stand_ins
 from ..probe import Case, FunctionSpec, Misconception, same
-from .common import DRAWN, NO_SOFTMAX, NO_SOFTMAX_FIX, SCALE_AFTER_SOFTMAX, \
-    SCALE_AFTER_SOFTMAX_FIX, SCALE_FIX, arrays, integers, keys_not_transposed, queries_for, \
-    rows_of_different_scales, scale_misconception, softmax_misconceptions
+from .common import (
+    DRAWN, KEYS_AS_VALUES, KEYS_AS_VALUES_FIX, NO_SOFTMAX, NO_SOFTMAX_FIX, SCALE_AFTER_SOFTMAX,
+    SCALE_AFTER_SOFTMAX_FIX, SCALE_FIX, arrays, integers, keys_not_transposed,
+    output_like_queries, queries_for, rows_of_different_scales, scale_misconception,
+    softmax_misconceptions,
+)
 
 ASSIGNMENT = "04-heads"
 FORBIDDEN = ("attention_scores", "attention_weights", "attention", "grouped_query_attention",
@@ -136,6 +139,13 @@ KV_HEAD_MISCONCEPTIONS = [
                                                                               n_kv_heads))
                        for f in (np.ceil, round)),
         detail=_rounded_detail),
+    Misconception(
+        "query heads counted from 1 (off by one)",
+        "query heads are numbered from 0: head q_head belongs to group q_head // G. (q_head + 1) "
+        "// G moves the last head of every group into the next one.",
+        variants=(lambda q_head, n_q_heads, n_kv_heads: (q_head + 1) // (n_q_heads // n_kv_heads),
+                  lambda q_head, n_q_heads, n_kv_heads: (q_head - 1) // (n_q_heads // n_kv_heads)),
+        detail="Your answer matches (q_head + 1) // G or (q_head - 1) // G."),
 ]
 
 
@@ -240,6 +250,9 @@ GQA_CASES = {
 }
 
 GQA_MISCONCEPTIONS = [
+    output_like_queries(),
+    Misconception(KEYS_AS_VALUES, KEYS_AS_VALUES_FIX,
+                  variants=(lambda Q, K, V: _gqa_with()(Q, K, K),)),
     Misconception(TILE, TILE_FIX, detect=_mapping_detect(_tile)),
     Misconception(
         "every query head reads kv head 0",

@@ -134,6 +134,15 @@ SPLIT_MISCONCEPTIONS = [
             f"{tuple(_sizes(args['x'], args['n_heads'])[[0, 2, 1, 3][a]] for a in _OTHER_ORDERS[i])}"
             f"; the order is (B, H, T, d) = "
             f"{tuple(_sizes(args['x'], args['n_heads'])[a] for a in (0, 2, 1, 3))}.")),
+    Misconception(
+        "number of heads and head size swapped",
+        "cut the last axis into H heads of d = D // H features: reshape(B, T, H, d), with "
+        "n_heads before the head size, then transpose(0, 2, 1, 3).",
+        variants=(lambda x, n_heads: x.reshape(
+            *x.shape[:2], x.shape[-1] // n_heads, n_heads).transpose(0, 2, 1, 3),),
+        detail=lambda args, i: (
+            f"Your result has {_sizes(args['x'], args['n_heads'])[3]} 'heads' of "
+            f"{args['n_heads']} features: reshape(B, T, d, H) instead of (B, T, H, d).")),
 ]
 
 
@@ -481,9 +490,10 @@ LAYER_MISCONCEPTIONS = [
         "output (merged @ W_o + b_o). (Leaving out b_k alone changes nothing: it adds the same "
         "number q . b_k to every score of a row.)",
         variants=(_with(b_q=_zero("b_q")), _with(b_v=_zero("b_v")), _with(b_o=_zero("b_o")),
+                  _with(b_q=_zero("b_q"), b_k=_zero("b_k"), b_v=_zero("b_v")),
                   _with(b_q=_zero("b_q"), b_k=_zero("b_k"), b_v=_zero("b_v"), b_o=_zero("b_o"))),
         detail=[f"Your result matches the layer without {name}." for name in
-                ("b_q", "b_v", "b_o", "any of the four biases")]),
+                ("b_q", "b_v", "b_o", "b_q, b_k and b_v", "any of the four biases")]),
     Misconception(
         "scale by the hidden size instead of the head size",
         "divide each head's scores by sqrt(d), where d = D // n_heads is the size of one head "

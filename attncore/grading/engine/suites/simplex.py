@@ -18,9 +18,11 @@ from attncore.invariants import check_rows, default_atol
 
 from ..probe import Case, FunctionSpec, Misconception, same
 from .common import (
-    DRAWN, GLOBAL_MAX, GLOBAL_MAX_FIX, MIN_SUBTRACTED, MIN_SUBTRACTED_FIX, UNSTABLE, UNSTABLE_FIX,
-    WRONG_AXIS, WRONG_AXIS_FIX, along_axis_detail, along_other_axes, arrays, global_max_softmax,
-    integers, min_softmax, naive_softmax, rounded_rows, rows_of_different_scales, two_d_only,
+    DRAWN, EXP2, EXP2_FIX, GLOBAL_MAX, GLOBAL_MAX_FIX, KEEPDIMS, KEEPDIMS_FIX, MIN_SUBTRACTED,
+    MIN_SUBTRACTED_FIX, UNSTABLE, UNSTABLE_FIX, WHOLE, WHOLE_FIX, WRONG_AXIS, WRONG_AXIS_FIX,
+    along_axis_detail, along_other_axes, arrays, exp2_softmax, global_max_softmax, integers,
+    max_without_keepdims, min_softmax, naive_softmax, rounded_rows, rows_of_different_scales,
+    sum_without_keepdims, two_d_only, whole_array_softmax, whole_sum_softmax,
 )
 
 ASSIGNMENT = "02-simplex"
@@ -51,6 +53,8 @@ SOFTMAX_CASES = {
         Case("3-D input (2, 3, 4): a batch of score matrices", lambda: scores(2, 2, 3, 4)),
         Case("4-D input (2, 2, 3, 5): batch and heads", lambda: scores(3, 2, 2, 3, 5)),
         Case("a single column (n = 1): every weight is exactly 1", lambda: scores(4, 3, 1)),
+        Case("a float32 single column (n = 1): exactly 1, still float32",
+             lambda: scores(13, 2, 1, dtype=np.float32)),
         Case("float32 scores, shape (3, 4): the result must stay float32",
              lambda: scores(5, 3, 4, dtype=np.float32)),
     ],
@@ -73,11 +77,6 @@ SOFTMAX_CASES = {
 }
 
 
-def _normalise_whole_array(x):
-    e = np.exp(x - x.max())
-    return e / e.sum()
-
-
 def _normalise_each_slice(x):
     """A loop over x[i] written for 2-D input: on 3-D input each x[i] is a whole matrix."""
     out = np.empty_like(x)
@@ -85,16 +84,6 @@ def _normalise_each_slice(x):
         e = np.exp(x[i] - x[i].max())
         out[i] = e / e.sum()
     return out
-
-
-def _max_without_keepdims(x):
-    e = np.exp(x - x.max(axis=-1))
-    return e / e.sum(axis=-1, keepdims=True)
-
-
-def _sum_without_keepdims(x):
-    e = np.exp(x - x.max(axis=-1, keepdims=True))
-    return e / e.sum(axis=-1)
 
 
 def _neither_keepdims(x):
@@ -111,8 +100,6 @@ def _clipped_naive(x):
     return e / e.sum(axis=-1, keepdims=True)
 
 
-WHOLE = "normalised over the whole array instead of each row"
-KEEPDIMS = "row maximum or row sum without keepdims"
 
 SOFTMAX_MISCONCEPTIONS = [
     two_d_only(lambda x: attncore.softmax(x, axis=1)),
@@ -120,24 +107,15 @@ SOFTMAX_MISCONCEPTIONS = [
                   "the last axis either: write axis=-1.",
                   variants=along_other_axes(attncore.softmax),
                   detail=along_axis_detail("the softmax")),
-    Misconception(
-        WHOLE,
-        "divide each row by its own sum: e.sum(axis=-1, keepdims=True), not e.sum() (which "
-        "adds up every entry of the array, or of a whole matrix when you loop over the first "
-        "axis of a 3-D input).",
-        variants=(_normalise_whole_array, _normalise_each_slice),
-        detail="Your entries add up to 1 over a whole block of rows, not row by row.",
-    ),
-    Misconception(
-        KEEPDIMS,
-        "reduce with keepdims=True: x.max(axis=-1, keepdims=True) and "
-        "e.sum(axis=-1, keepdims=True) have shape (..., 1), so they line up with the rows. "
-        "Without keepdims the shape is (...,), and NumPy lines it up with the last axis "
-        "instead (or refuses to broadcast).",
-        variants=(_max_without_keepdims, _sum_without_keepdims, _neither_keepdims),
-        detail="Your row maxima or row sums were applied along the wrong axis: entry (i, j) "
-               "was shifted or divided by the value of row j instead of row i.",
-    ),
+    Misconception(WHOLE, WHOLE_FIX,
+                  variants=(whole_array_softmax, _normalise_each_slice, whole_sum_softmax),
+                  detail="Your entries add up to 1 over a whole block of rows, not row by row."),
+    Misconception(KEEPDIMS, KEEPDIMS_FIX,
+                  variants=(max_without_keepdims, sum_without_keepdims, _neither_keepdims),
+                  detail="Your row maxima or row sums were applied along the wrong axis: entry "
+                         "(i, j) was shifted or divided by the value of row j instead of row i."),
+    Misconception(EXP2, EXP2_FIX, variants=(exp2_softmax,),
+                  detail="Your weights match 2 ** (x - m) in place of exp(x - m)."),
     Misconception(MIN_SUBTRACTED, MIN_SUBTRACTED_FIX, variants=(min_softmax,)),
     Misconception(UNSTABLE, UNSTABLE_FIX,
                   variants=(naive_softmax, _unstabilised_log_sum_exp, _clipped_naive),
@@ -229,6 +207,8 @@ ROW_CASES = {
         Case("one row of 4, as a (1, 4) array (expected True)",
              lambda: _w([[0.125, 0.5, 0.25, 0.125]])),
         Case("3-D (2, 3, 4): rows of exact binary fractions (expected True)", dyadic_rows_3d),
+        Case("float64 rows of 0.1, 0.2, 0.7: one sums to 1 - 1.1e-16 in floating point, "
+             "default atol (expected True)", lambda: circulant(0.1, 0.2, 0.7)),
         Case("one-hot rows: entries exactly 0 and 1 are allowed (expected True)",
              lambda: _w([[0.0, 1.0, 0.0], [1.0, 0.0, 0.0], [0.0, 0.0, 1.0]])),
         Case("float64 rows whose sums differ from 1 by 3e-10, default atol: far more than "
@@ -238,6 +218,9 @@ ROW_CASES = {
              lambda: circulant(0.3, 0.3, 0.4 + 2e-7, dtype=np.float32)),
         Case("float32 rows of 1000 entries whose sums differ from 1 by 1e-4, default atol "
              "4 n eps = 4.8e-4 (expected True)", long_float32_rows),
+        Case("rows of one entry, 1 - 6 eps (float64), default atol: the slack for n = 1 is the "
+             "floor 8 eps, not 4 n eps (expected True)",
+             lambda: _w([[1 - 6 * np.finfo(np.float64).eps], [1.0]])),
         Case("a float32 softmax, 4 rows of 50, default atol (expected True)",
              float32_softmax_rows),
         Case("one row sums to 1.001, default atol (expected False)",
@@ -305,6 +288,17 @@ def _exact(W, atol=None):
     return _rows_ok(W, W.sum(axis=-1) == 1)
 
 
+def _no_floor(W, atol=None):
+    tol = 4 * W.shape[-1] * np.finfo(W.dtype).eps if atol is None else atol
+    return _rows_ok(W, np.abs(W.sum(axis=-1) - 1) <= tol)
+
+
+def _float64_eps(W, atol=None):
+    eps = np.finfo(np.float64).eps
+    return _rows_ok(W, np.abs(W.sum(axis=-1) - 1) <= (max(4 * W.shape[-1], 8) * eps
+                                                      if atol is None else atol))
+
+
 def _fixed_atol(W, atol=None):
     return _rows_ok(W, np.abs(W.sum(axis=-1) - 1) <= 1e-6)
 
@@ -368,6 +362,10 @@ ROW_MISCONCEPTIONS = [
                   detail=lambda args, i: f"Your default tolerance fits n = {WRONG_N[i][0]} "
                                          f"({WRONG_N[i][1](args['W'])}); rows here have "
                                          f"n = {np.shape(args['W'])[-1]} entries."),
+    Misconception("default slack without its floor of 8 eps",
+                  "the default slack is max(4 n, 8) eps: for rows of one or two entries 4 n eps "
+                  "is smaller than the rounding a single addition can leave, so it has a floor "
+                  "of 8 eps.", variants=(_no_floor,)),
     Misconception("columns checked instead of rows",
                   "a row is the last axis: sum with W.sum(axis=-1) and compare every row sum "
                   "with 1 (axis=0 or axis=1 adds up columns or whole matrices).",
@@ -406,6 +404,11 @@ ROW_MISCONCEPTIONS = [
                   "np.allclose / np.isclose add a relative tolerance rtol=1e-05 unless you "
                   "pass rtol=0, and a hard-coded 1e-6 ignores the caller's atol.",
                   variants=(_fixed_atol, _allclose_defaults, _allclose_with_rtol)),
+    Misconception("default slack from float64's eps, not W's dtype",
+                  "take eps from W's own dtype: np.finfo(W.dtype).eps (1.2e-7 for float32, "
+                  "2.2e-16 for float64). float64's eps is a slack float32 rows, rounded at "
+                  "1e-7, cannot meet: for them it is as strict as no slack at all.",
+                  variants=(_float64_eps,)),
     Misconception("exact equality instead of the tolerance",
                   "floating-point row sums are 1 only up to rounding: compare "
                   "np.abs(row_sums - 1) <= atol instead of row_sums == 1.", variants=(_exact,)),
