@@ -85,6 +85,7 @@ TIMING_COLUMNS = [
     ("traced MiB", 10, lambda r: fmt(r.get("traced_bytes"), ".2f", 2**-20, UNTRACED.get(r["impl"], "-"))),
     ("RSS MiB", 8, lambda r: fmt(r.get("rss_bytes"), ".2f", 2**-20)),
     ("max|err|", 8, lambda r: fmt(r.get("max_error"), ".1e")),
+    ("cpu/wall", 8, lambda r: fmt(r["cpu_seconds"] / r["seconds"] if r.get("cpu_seconds") else None, ".2f")),
     ("", 1, lambda r: ""),
 ]
 RATIO_COLUMNS = [
@@ -135,6 +136,7 @@ def decode_table(dec):
         ("%read", 5, lambda r: fmt(r.get("read_fraction"), ".0f", 100)),
         ("%copy", 5, lambda r: fmt(r.get("copy_fraction"), ".0f", 100)),
         ("torch/x", 7, lambda r: fmt(r.get("torch_over_this"), ".2f")),
+        ("cpu/wall", 8, lambda r: fmt(r["cpu_seconds"] / r["seconds"] if r.get("seconds") else None, ".2f")),
         ("max|err|", 8, lambda r: fmt(r.get("max_error"), ".1e")),
         ("backend", 1, lambda r: " " + str((r.get("details") or {}).get("backend", ""))),
     ]
@@ -143,7 +145,9 @@ def decode_table(dec):
         if r["note"]:
             print(f"  T_k = {r['t_k']}, T_q = {r['t_q']}, {r['impl']}: {r['note']}")
     print("GB/s: bytes of K and V read once over the median time; %read, %copy: of the measured roofs.\n"
-          "torch/x: torch's time over this one's, the median over paired rounds.")
+          "torch/x: torch's time over this one's, the median over paired rounds.\n"
+          "cpu/wall: the process's CPU seconds over wall seconds of the call (about the threads used when the\n"
+          "cores are free; less when other jobs take them).")
 
 
 def print_table(results):

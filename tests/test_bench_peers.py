@@ -109,6 +109,13 @@ def test_every_timed_call_comes_after_a_pause_and_an_untimed_call():
     assert fake.log == one_round * 3
 
 
+def test_rounds_also_record_cpu_seconds_when_asked():
+    fake = FakeClock({"jit": [1.0, 1.0]})
+    cpu = {}
+    timing.rounds({"jit": fake.impl("jit")}, 2, pause=0.1, sleep=fake.sleep, clock=fake.clock, cpu=cpu)
+    assert list(cpu) == ["jit"] and len(cpu["jit"]) == 2 and all(s >= 0 for s in cpu["jit"])
+
+
 def test_no_pause_means_no_sleep():
     fake = FakeClock({"jit": [1.0]})
     assert timing.rounds({"jit": fake.impl("jit")}, 1, pause=0, sleep=fake.sleep, clock=fake.clock) == {"jit": [1.0]}
@@ -161,6 +168,7 @@ def test_a_peer_is_checked_before_it_is_timed_and_reported_when_skipped(fake_pee
         good, wrong, broken, absent = (by[name, causal] for name in ("good", "wrong", "broken", "absent"))
         assert good["note"] is None and len(good["repeat_seconds"]) == 2 and good["max_error"] < 1e-6
         assert good["backend"] == "fake good" and good["details"]["threads"] >= 1
+        assert len(good["repeat_cpu_seconds"]) == 2 and "repeat_cpu_seconds" not in good["details"]
         assert "seconds" not in wrong and "max |error| 1.0e-03" in wrong["note"] and wrong["max_error"] > 9e-4
         assert "seconds" not in broken and "no kernel for this CPU" in broken["note"]
         assert "seconds" not in absent and "no_such_module_xyz is not installed" in absent["note"]

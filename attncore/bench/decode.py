@@ -84,7 +84,8 @@ def run(t_ks=T_KS, t_qs=T_QS, names=NAMES, repeats=5, pause=timing.PAUSE, thread
                     continue
                 calls[name] = call
             del reference
-            times = timing.rounds(calls, repeats, pause)
+            cpu = {}
+            times = timing.rounds(calls, repeats, pause, cpu=cpu)
             size = kv_bytes(t_k, h_kv, d)
             for name in names:
                 row = {"t_k": t_k, "t_q": t_q, "h_q": h_q, "h_kv": h_kv, "d": d, "causal": causal, "impl": name,
@@ -97,6 +98,7 @@ def run(t_ks=T_KS, t_qs=T_QS, names=NAMES, repeats=5, pause=timing.PAUSE, thread
                     seconds = statistics.median(times[name])
                     gbs = size / seconds / 1e9
                     row.update(seconds=seconds, repeat_seconds=times[name], gbs=gbs,
+                               cpu_seconds=statistics.median(cpu[name]), repeat_cpu_seconds=cpu[name],
                                read_fraction=gbs / roof["read_gbs"], copy_fraction=gbs / roof["copy_gbs"])
                     gqa = (details[name] or {}).get("gqa", "")
                     if gqa.startswith("kv heads repeated"):

@@ -54,24 +54,32 @@ def skip_reason(name, n, naive_budget_gib=2.0, numpy_flash_max=2048):
 PAUSE = 0.05  # seconds of sleep before each timed call (see the module's docstring)
 
 
-def timed(fn, pause=PAUSE, sleep=time.sleep, clock=time.perf_counter):
+def timed(fn, pause=PAUSE, sleep=time.sleep, clock=time.perf_counter, cpu=None):
     """Seconds of one call of fn(): after a pause and one untimed call (a call right after
-    other work or a pause starts on an idled core)."""
+    other work or a pause starts on an idled core). cpu: a list that gets the process's CPU
+    seconds of the timed call (every thread's, so about threads x wall when it has the cores
+    to itself; far less when other jobs take them)."""
     if pause:
         sleep(pause)
     fn()  # untimed
-    start = clock()
+    cpu_start, start = time.process_time(), clock()
     fn()
-    return clock() - start
+    seconds = clock() - start
+    if cpu is not None:
+        cpu.append(time.process_time() - cpu_start)
+    return seconds
 
 
-def rounds(calls, repeats, pause=PAUSE, between=None, sleep=time.sleep, clock=time.perf_counter):
+def rounds(calls, repeats, pause=PAUSE, between=None, sleep=time.sleep, clock=time.perf_counter, cpu=None):
     """{name: [seconds of each round]}: in each round every call of `calls` ({name: fn}) is timed
-    once, in order, each after its pause; between() (if given) runs at the end of each round."""
+    once, in order, each after its pause; between() (if given) runs at the end of each round.
+    cpu: a dict that gets {name: [CPU seconds of each round]}."""
     times = {name: [] for name in calls}
+    for name in calls if cpu is not None else ():
+        cpu[name] = []
     for _ in range(repeats):
         for name, fn in calls.items():
-            times[name].append(timed(fn, pause, sleep, clock))
+            times[name].append(timed(fn, pause, sleep, clock, None if cpu is None else cpu[name]))
         if between:
             between()
     return times
@@ -122,8 +130,12 @@ def time_size(n, causal, names, repeats, d=D, sgemm=True, pause=PAUSE, threads=N
             if limited:
                 sgemm_times.append(timed(lambda: a @ b, pause))
 
-    times = rounds(calls, repeats, pause, between=sgemm_once if sgemm else None)
+    cpu = {}
+    times = rounds(calls, repeats, pause, between=sgemm_once if sgemm else None, cpu=cpu)
     rate = 2 * SGEMM_N**3 / statistics.median(sgemm_times) / 1e9 if sgemm_times else None
+    for name in details:
+        if name in cpu:
+            details[name]["repeat_cpu_seconds"] = cpu[name]
     return times, errors, rate, details, notes
 
 
@@ -148,7 +160,10 @@ def run(sizes, repeats=5, naive_budget_gib=2.0, numpy_flash_max=2048, rss=True, 
                     row["max_error"] = errors[name]
                     row["error_bound"] = impls.tolerance(name)
                 if name in details:
-                    row["details"] = details[name]
+                    row["details"] = dict(details[name])
+                    cpu = row["details"].pop("repeat_cpu_seconds", None)
+                    if cpu:
+                        row["repeat_cpu_seconds"], row["cpu_seconds"] = cpu, statistics.median(cpu)
                     if details[name].get("backend"):
                         row["backend"] = details[name]["backend"]
                 if name in repeat_seconds:
