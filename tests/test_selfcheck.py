@@ -64,6 +64,9 @@ def test_json_gives_points_passed_and_misconception_per_function_and_suite(tmp_p
             for suite in entry["suites"]:
                 assert suite["grade_id"] == f"{function}-{suite['suite']}"
                 assert suite["passed"] is not lost and suite["misconception"] == entry["misconception"]
+                callee = {"attention_weights": ["attention_scores"],
+                          "attention": ["attention_weights"]}.get(function, [])
+                assert suite["graded_with_reference"] == (callee if name == "wrong" else [])
         assert report["points"] == (6 if name == "wrong" else 9) and report["max_points"] == 9
         assert report["full_marks"] is (name == "right")
         assert report["written_answers"] == [{"grade_id": "axis_answer", "points": None,

@@ -160,13 +160,15 @@ def misconception_of(function, verdict):
 
 def as_json(path, assignment, grades, written, seed):
     """The self-check's result as a JSON-ready dict: per function and per suite, points,
-    max_points, passed and misconception (the first failing suite's, for a function)."""
+    max_points, passed and misconception (the first failing suite's, for a function), and
+    the wrong functions a suite was graded again without (graded_with_reference)."""
     functions = []
     for function in ASSIGNMENTS[assignment]:
         suites = [{"grade_id": gid, "suite": parse_grade_id(gid)[1],
                    "points": float(points or 0) if verdict.passed else 0.0,
                    "max_points": float(points or 0),
                    "passed": verdict.passed, "misconception": misconception_of(function, verdict),
+                   "graded_with_reference": list(verdict.stood_in),
                    "feedback": verdict.text(how=False)}
                   for gid, points, verdict in grades if function_of(gid) == function]
         failed = [suite for suite in suites if not suite["passed"]]
