@@ -12,13 +12,14 @@ import numpy as np
 from llvmlite import ir
 from numba import prange, types
 from numba.core import cgutils
-from numba.extending import intrinsic
+from numba.extending import intrinsic, overload
 
 from .._checks import check_qkv
-from .compiling import _jit, _parallel_jit
+from .compiling import FASTMATH, _jit, _parallel_jit
 from .exponential import LN2
 from .isa import _tile_cols, _tile_rows
 from .layout import _prepare, _round_up
+from .flash_bf16 import _flash_block_bf16
 from .microkernels import PRODUCT_MAX, PRODUCT_RESCALE, PRODUCT_ZERO, _max_in_product, _softmax_tile, _tile_product
 from .schedule import BLOCK_K
 
@@ -124,6 +125,19 @@ def _flash_block(queries, k, v, q0, q1, outputs, lses, settings, shape, profilin
     _tick(profiling, cycles, 5, start)
 
 
+def _block(queries, k, v, q0, q1, outputs, lses, settings, shape, profiling, cycles):
+    """_flash_block, or _flash_block_bf16 (flash_bf16.py: no profile) for native bfloat16 products."""
+
+
+@overload(_block, jit_options={"fastmath": FASTMATH})
+def _overload_block(queries, k, v, q0, q1, outputs, lses, settings, shape, profiling, cycles):
+    if shape.bf16 == "native":
+        return lambda queries, k, v, q0, q1, outputs, lses, settings, shape, profiling, cycles: _flash_block_bf16(
+            queries, k, v, q0, q1, outputs, lses, settings, shape)
+    return lambda queries, k, v, q0, q1, outputs, lses, settings, shape, profiling, cycles: _flash_block(
+        queries, k, v, q0, q1, outputs, lses, settings, shape, profiling, cycles)
+
+
 @intrinsic
 def _take_next(typingctx, counter):
     """Atomically add 1 to counter[0] and return its old value: a shared queue of task numbers."""
@@ -190,9 +204,9 @@ def _flash(q, k, v, indices, starts, out, lse, settings, shape, narrow, profilin
             split = q1 - rest if rest <= lanes < nr else q1
             q_b, k_b, v_b, out_b, lse_b = q[q_index[b]], k[k_index[b]], v[v_index[b]], out[b], lse[b]
             if split > q0:
-                _flash_block(q_b, k_b, v_b, q0, split, out_b, lse_b, settings, shape, profiling, cycles[task])
+                _block(q_b, k_b, v_b, q0, split, out_b, lse_b, settings, shape, profiling, cycles[task])
             if q1 > split:
-                _flash_block(q_b, k_b, v_b, split, q1, out_b, lse_b, settings, narrow, profiling, cycles[task])
+                _block(q_b, k_b, v_b, split, q1, out_b, lse_b, settings, narrow, profiling, cycles[task])
             task = _take_next(counter)
     return differences != 0
 
@@ -208,7 +222,7 @@ def _run(arguments, profiling, q, k, v):
 
 
 def flash_attention(q, k, v, *, causal=False, block_q=None, block_k=BLOCK_K, scale=None, return_lse=False,
-                    path=None):
+                    path=None, precision="f32"):
     """attncore.flash_attention compiled: same arguments, checks and results.
 
     q (..., T_q, d_k), k (..., T_k, d_k), v (..., T_k, d_v) -> (..., T_q, d_v),
@@ -219,8 +233,11 @@ def flash_attention(q, k, v, *, causal=False, block_q=None, block_k=BLOCK_K, sca
     hold up to block_k keys.
     path: "avx512", "avx2", "portable" or "loops" forces a micro-kernel (see the
     attncore.jit's docstring); None takes ATTNCORE_JIT_PATH, else the host CPU's.
+    precision: "f32", or "bf16": q, k, v and the weights rounded to bfloat16 for the two
+    products, float32 sums and softmax (vdpbf16ps where the CPU has it, else emulated with
+    the same products; "bf16_emulated" forces that): see bf16.py. Results in float32.
     """
-    arguments, layout, unit = _prepare(q, k, v, causal, block_q, block_k, scale, path)
+    arguments, layout, unit = _prepare(q, k, v, causal, block_q, block_k, scale, path, precision)
     _run(arguments, False, q, k, v)
     out, lse = arguments.out if unit == 1 else arguments.out * layout.work(unit), arguments.lse
     out = out.reshape(*layout.batch, layout.t_q, layout.d_v).astype(layout.dtype, copy=False)

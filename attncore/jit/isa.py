@@ -22,11 +22,13 @@ class TileShape:
 
     bits: vector register width; mr x nv: the result block, mr rows by nv vectors
     (mr * nv accumulators); fma: emit llvm.fma (else fmul and fadd that LLVM may
-    contract); loops: plain Numba loops instead of the intrinsic.
+    contract); loops: plain Numba loops instead of the intrinsic; bf16: None (float32
+    products), "emulated" or "native" (bfloat16 products: see bf16.py).
     """
 
-    def __init__(self, name, bits, mr, nv, fma=True, loops=False):
+    def __init__(self, name, bits, mr, nv, fma=True, loops=False, bf16=None):
         self.name, self.bits, self.mr, self.nv, self.fma, self.loops = name, bits, mr, nv, fma, loops
+        self.bf16 = bf16
 
     def lanes(self, itemsize):
         return self.bits // (8 * itemsize)
@@ -39,10 +41,18 @@ class TileShape:
     def narrow(self):
         """The same micro-kernel one vector wide, for the queries of a block past its last full panel
         when they fit in one vector (the plain loops keep their width)."""
-        return self if self.loops else TileShape(self.name, self.bits, self.mr, 1, self.fma)
+        return self if self.loops else TileShape(self.name, self.bits, self.mr, 1, self.fma, bf16=self.bf16)
+
+    @functools.lru_cache(maxsize=None)
+    def with_bf16(self, bf16):
+        """This micro-kernel with bfloat16 products (bf16 "emulated" or "native"), or float32 (None)."""
+        if bf16 == self.bf16:
+            return self
+        return TileShape(self.name, self.bits, self.mr, self.nv, self.fma, self.loops, bf16)
 
     def __repr__(self):
-        return f"TileShape({self.name!r}, {self.bits} bits, {self.mr} x {self.nv} vectors)"
+        products = f", {self.bf16} bf16 products" if self.bf16 else ""
+        return f"TileShape({self.name!r}, {self.bits} bits, {self.mr} x {self.nv} vectors{products})"
 
 
 PATHS = {
@@ -121,14 +131,15 @@ class _TileShapeType(types.Dummy):
     """The Numba type of a TileShape: the shape is part of the type, so each path compiles
     (and caches) its own specialisation, with mr, nr and the vector width as constants."""
 
-    def __init__(self, name, bits, mr, nv, fma, loops):
-        self.bits, self.mr, self.nv, self.fma, self.loops = bits, mr, nv, fma, loops
-        super().__init__(name=f"TileShape({name}, {bits}, {mr}, {nv}, {fma}, {loops})")
+    def __init__(self, name, bits, mr, nv, fma, loops, bf16=None):
+        self.bits, self.mr, self.nv, self.fma, self.loops, self.bf16 = bits, mr, nv, fma, loops, bf16
+        products = f", {bf16}" if bf16 else ""  # float32 paths keep their type names (and cache entries)
+        super().__init__(name=f"TileShape({name}, {bits}, {mr}, {nv}, {fma}, {loops}{products})")
 
 
 @typeof_impl.register(TileShape)
 def _typeof_tile_shape(value, context):
-    return _tile_shape_type(value.name, value.bits, value.mr, value.nv, value.fma, value.loops)
+    return _tile_shape_type(value.name, value.bits, value.mr, value.nv, value.fma, value.loops, value.bf16)
 
 
 @functools.cache

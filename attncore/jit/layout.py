@@ -14,6 +14,7 @@ import numba
 import numpy as np
 
 from .._checks import causal_allowed, check_qkv, positive_int, prepare_attention, scores, value_headroom
+from .bf16 import products, round_to_bf16
 from .compiling import _compute_dtype, _jit
 from .exponential import LOG2E
 from .isa import ENV_PATH, PATHS, TileShape, _resolve_path
@@ -91,12 +92,13 @@ class _KernelArgs(NamedTuple):
     narrow: TileShape  # shape.narrow, for the queries past a block's last full panel
 
 
-def _layout(q, k, v, causal, block_q, block_k, scale, path):
+def _layout(q, k, v, causal, block_q, block_k, scale, path, precision="f32"):
     """Every check of flash_attention's arguments but finiteness, and the _Layout of the call."""
     # finiteness is left to the kernel: each thread of _flash sums x - x over its share of q, k, v
     p = prepare_attention(q, k, v, causal=causal, scale=scale, check_finite=False)
     shape = PATHS[_resolve_path(path)]
-    work = _compute_dtype(p.dtype)
+    shape = shape.with_bf16(products(precision, shape))  # bfloat16 products: bf16.py
+    work = np.float32 if shape.bf16 else _compute_dtype(p.dtype)
     if block_q is None:
         starts = _block_starts(math.prod(p.batch), p.t_q, p.t_k, p.offset, numba.get_num_threads(), shape.name,
                                np.dtype(work))
@@ -132,7 +134,7 @@ _LAYOUTS = {}
 MAX_LAYOUTS = 256
 
 
-def _prepare(q, k, v, causal, block_q, block_k, scale, path):
+def _prepare(q, k, v, causal, block_q, block_k, scale, path, precision="f32"):
     """The kernel's _KernelArgs for a call of flash_attention, its _Layout, and the power of
     two the output is to be multiplied by (v was divided by it: value_headroom).
 
@@ -142,10 +144,10 @@ def _prepare(q, k, v, causal, block_q, block_k, scale, path):
     the checks took a tenth of the call. What depends on the values (scores that
     overflow) is checked on every call.
     """
-    key = _layout_key(q, k, v, causal, block_q, block_k, scale, path)
+    key = _layout_key(q, k, v, causal, block_q, block_k, scale, path, precision)
     layout = _LAYOUTS.get(key)
     if layout is None:
-        layout = _layout(q, k, v, causal, block_q, block_k, scale, path)
+        layout = _layout(q, k, v, causal, block_q, block_k, scale, path, precision)
         if key is not None:
             if len(_LAYOUTS) >= MAX_LAYOUTS:
                 _LAYOUTS.clear()
@@ -155,9 +157,12 @@ def _prepare(q, k, v, causal, block_q, block_k, scale, path):
     unit = value_headroom(v, layout.t_k, layout.work)  # acc sums up to T_k rows of v: keep it finite
     v = _flatten(v, layout.work, cols=layout.v_cols)
     count = layout.indices[0].size
+    q, k = _flatten(q, layout.work), _flatten(k, layout.work, rows=layout.k_rows)
+    v = v if unit == 1 else v / layout.work(unit)
+    if layout.shape.bf16:  # the kernel's operands rounded to bfloat16, stored as float32 (bf16.py)
+        q, k, v = round_to_bf16(q), round_to_bf16(k), round_to_bf16(v)
     arguments = _KernelArgs(
-        q=_flatten(q, layout.work), k=_flatten(k, layout.work, rows=layout.k_rows),
-        v=v if unit == 1 else v / layout.work(unit), indices=layout.indices, starts=layout.starts,
+        q=q, k=k, v=v, indices=layout.indices, starts=layout.starts,
         out=np.empty((count, layout.t_q, layout.d_v), layout.work), lse=np.empty((count, layout.t_q), layout.work),
         settings=layout.settings, shape=layout.shape, narrow=layout.shape.narrow)
     return arguments, layout, unit

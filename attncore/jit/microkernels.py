@@ -14,6 +14,7 @@ from numba import types
 from numba.core import cgutils
 from numba.extending import intrinsic, overload
 
+from .bf16 import _round_row, round_vector
 from .compiling import FASTMATH, _jit
 from .exponential import _exp2
 from .isa import _TileShapeType
@@ -176,6 +177,8 @@ def _softmax_codegen(context, builder, signature, args):
         row = x.at(s.data, builder.mul(loop.index, s_row))
         for v in range(nv):
             p = x.exp2(builder.fsub(x.load(row, v), shifts[v]))
+            if shape.bf16:  # bfloat16 products: the weights rounded, and l sums what V^T P will use
+                p = round_vector(builder, p)
             x.store(p, row, v)
             builder.store(builder.fadd(builder.load(running[v]), p), running[v])
     for v in range(nv):
@@ -195,8 +198,9 @@ def _softmax_vectors(typingctx, s, rows, max_rows, m, l, shift, alpha, shape):
 
 
 @_jit
-def _softmax_loops(s, rows, max_rows, m, l, shift, alpha):
-    """The same step as plain Numba loops (LLVM vectorises them at its preferred width)."""
+def _softmax_loops(s, rows, max_rows, m, l, shift, alpha, rounded):
+    """The same step as plain Numba loops (LLVM vectorises them at its preferred width);
+    rounded: the weights rounded to bfloat16 before they are summed (bf16.py)."""
     nr = s.shape[1]
     for j in range(max_rows):
         for i in range(nr):
@@ -209,9 +213,11 @@ def _softmax_loops(s, rows, max_rows, m, l, shift, alpha):
         l[i] *= alpha[i]
     for j in range(rows):
         for i in range(nr):
-            p = _exp2(s[j, i] - shift[i])
-            s[j, i] = p
-            l[i] += p
+            s[j, i] = _exp2(s[j, i] - shift[i])
+        if rounded:
+            _round_row(s[j])
+        for i in range(nr):
+            l[i] += s[j, i]
 
 
 def _softmax_tile(s, rows, max_rows, m, l, shift, alpha, shape):
@@ -224,8 +230,10 @@ def _softmax_tile(s, rows, max_rows, m, l, shift, alpha, shape):
 @overload(_softmax_tile, jit_options={"fastmath": FASTMATH})
 def _overload_softmax_tile(s, rows, max_rows, m, l, shift, alpha, shape):
     if shape.loops:
+        rounded = shape.bf16 is not None
+
         def loops(s, rows, max_rows, m, l, shift, alpha, shape):
-            _softmax_loops(s, rows, max_rows, m, l, shift, alpha)
+            _softmax_loops(s, rows, max_rows, m, l, shift, alpha, rounded)
 
         return loops
 

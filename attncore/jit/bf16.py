@@ -1,0 +1,251 @@
+"""bfloat16 products: the pieces of flash_attention(precision="bf16").
+
+What is rounded: q, k and v to bfloat16 (round to nearest, ties to even: the rounding of
+attncore.bfloat16) before the kernel reads them, and the weights P = 2^(s - m) of each key
+tile as the softmax step makes them. Everything else is float32: the scores are sums of
+bf16 x bf16 products in float32 (such a product is exact in float32: 8 + 8 significant
+bits), the running max, the sum l, the exponentials and the output accumulator. l sums
+the rounded weights, so the weights the output is made of, bf16(p) / l, add up to 1 as
+float32 weights do: every output row is still a convex combination of the (rounded) v rows.
+
+Two ways to run it, with the same operands and the same products:
+
+* "native" (the avx512 path on a CPU with AVX512_BF16): vdpbf16ps, through the LLVM
+  intrinsic llvm.x86.avx512bf16.dpbf16ps.512. Each float32 lane takes two bf16 x bf16
+  products per instruction, so the reduction runs over pairs: q, k, v and P are packed
+  as 32-bit words holding two bf16 (_pack_rows, _pack_columns), along d for S = K qT and
+  along keys for V^T P. The instruction adds the odd product, then the even one, to the
+  lane, in round-to-nearest-even, with denormal inputs and results flushed to zero.
+  The scale (log2 e / sqrt(d)) multiplies S after the sum (flash_bf16.py).
+* "emulated" (every other path, or precision="bf16_emulated"): q, k and v rounded and
+  stored as float32, then the float32 kernel, whose softmax step rounds P (shape.bf16).
+
+"Exactly" means: the same bf16 operands and the same exact products, in both ways and in
+the NumPy reference (attncore.bfloat16.round_to_bfloat16, then float32 or float64 sums).
+What differs is only float32 rounding: the order of the sums (pairs here, one by one in
+the float32 kernel), where the scale is applied (the emulated kernel folds it into q, one
+more float32 rounding), and denormals (flushed by vdpbf16ps). So the two ways differ by
+float32 accumulation error, not by bf16 rounding: a weight that rounds differently (its
+float32 value sat on a bf16 tie) is within that too, one bf16 step of one weight at most.
+"""
+import functools
+import warnings
+
+import numpy as np
+from llvmlite import ir
+from numba import prange, types
+from numba.core import cgutils
+
+from .compiling import _jit, _parallel_jit
+from .isa import host_features
+
+PRECISIONS = ("f32", "bf16", "bf16_emulated")
+
+
+class _BFloat16Type(ir.Type):
+    """LLVM's bfloat (llvmlite.ir has no class for it): the element of the vdpbf16ps operands."""
+
+    def _to_string(self):
+        return "bfloat"
+
+    def __eq__(self, other):
+        return isinstance(other, _BFloat16Type)
+
+    def __hash__(self):
+        return hash("bfloat")
+
+
+def native_available(shape):
+    """Whether `shape` (a TileShape) can run vdpbf16ps: the 512-bit path, and a target
+    (host_features: what Numba compiles for) with AVX512_BF16. Emitting it elsewhere would
+    abort the process in LLVM, so this is checked before any kernel is compiled."""
+    features = host_features()
+    return (shape.bits == 512 and not shape.loops and bool(features.get("avx512bf16"))
+            and bool(features.get("avx512bw")) and bool(features.get("avx512f")))
+
+
+def round_vector(builder, x):
+    """bf16(x) as float32 for a <lanes x float> vector: the low 16 bits rounded away, to nearest
+    with ties to even (finite x; weights here are in [0, 1])."""
+    lanes = x.type.count
+    words = ir.VectorType(ir.IntType(32), lanes)
+
+    def splat(value):
+        return ir.Constant(words, [ir.Constant(ir.IntType(32), value)] * lanes)
+
+    bits = builder.bitcast(x, words)
+    last_kept = builder.and_(builder.lshr(bits, splat(16)), splat(1))
+    rounded = builder.and_(builder.add(builder.add(bits, splat(0x7FFF)), last_kept), splat(0xFFFF0000))
+    return builder.bitcast(rounded, x.type)
+
+
+@_jit
+def _round_bits(bits):
+    """bf16 rounding of float32 bits (uint32), ties to even; NaN and inf pass through."""
+    if bits & 0x7F800000 == 0x7F800000:
+        return bits
+    return (bits + 0x7FFF + ((bits >> 16) & 1)) & 0xFFFF0000
+
+
+@_jit
+def _round_row(row):
+    """Round a 1-D float32 array to bf16 in place."""
+    bits = row.view(np.uint32)
+    for i in range(bits.size):
+        bits[i] = _round_bits(bits[i])
+
+
+@_parallel_jit
+def _round_copy(x):
+    """bf16(x) as float32, a new C-contiguous array (x: float32, C-contiguous, any shape)."""
+    flat = x.reshape(x.size).view(np.uint32)
+    out = np.empty(x.size, np.uint32)
+    for i in prange(x.size):
+        out[i] = _round_bits(flat[i])
+    return out.view(np.float32).reshape(x.shape)
+
+
+def round_to_bf16(x):
+    """x (float32, C-contiguous) rounded to bfloat16, stored as float32: a copy."""
+    return _round_copy(np.ascontiguousarray(x, np.float32))
+
+
+@_jit
+def _pack_rows(x, r0, rows, out):
+    """Rows r0:r0+rows of x (R, d) float32 holding bf16 values -> out[:rows] (rows, ceil(d/2))
+    uint32: word c holds x[:, 2c] in its low half, x[:, 2c + 1] (0 past d) in its high half."""
+    d = x.shape[1]
+    bits = x.view(np.uint32)
+    for r in range(rows):
+        for c in range(d // 2):
+            out[r, c] = (bits[r0 + r, 2 * c] >> 16) | (bits[r0 + r, 2 * c + 1] & 0xFFFF0000)
+        if d % 2:
+            out[r, d // 2] = bits[r0 + r, d - 1] >> 16
+
+
+@_jit
+def _pack_columns(x, r0, rows, out):
+    """Rows r0:r0+rows of x (R, C) float32 holding bf16 values, transposed and paired ->
+    out[:, :ceil(rows/2)] (C, words) uint32: out[c, w] holds x[r0 + 2w, c] (low half) and
+    x[r0 + 2w + 1, c] (high half, 0 past rows)."""
+    bits = x.view(np.uint32)
+    for w in range(rows // 2):
+        for c in range(x.shape[1]):
+            out[c, w] = (bits[r0 + 2 * w, c] >> 16) | (bits[r0 + 2 * w + 1, c] & 0xFFFF0000)
+    if rows % 2:
+        for c in range(x.shape[1]):
+            out[c, rows // 2] = bits[r0 + rows - 1, c] >> 16
+
+
+@_jit
+def _pack_pairs(x, rows, out):
+    """Pairs of rows of x (R, nr) float32 holding bf16 values -> out[:ceil(rows/2)] (words, nr)
+    uint32: out[w, j] holds x[2w, j] (low half) and x[2w + 1, j] (high half, 0 past rows)."""
+    bits = x.view(np.uint32)
+    nr = x.shape[1]
+    for w in range(rows // 2):
+        for j in range(nr):
+            out[w, j] = (bits[2 * w, j] >> 16) | (bits[2 * w + 1, j] & 0xFFFF0000)
+    if rows % 2:
+        for j in range(nr):
+            out[rows // 2, j] = bits[rows - 1, j] >> 16
+
+
+def _dot_codegen(mode, modes, context, builder, signature, args):
+    """c[rc:rc+mr, :nr] = (column * c if rescale else 0) + scale * (a[ra:ra+mr, ka:ka+kc] . b[:kc, :nr])
+    over kc words of bf16 pairs (vdpbf16ps); with the max mode also column = max(column, the new rows).
+    modes: (zero, max, rescale), the mode numbers of microkernels.py."""
+    zero_mode, max_mode, rescale_mode = modes
+    a_ty, ra_ty, ka_ty, b_ty, c_ty, rc_ty, kc_ty, column_ty, scale_ty, shape = signature.args
+    a, ra, ka, b, c, rc, kc, column, scale, _ = args
+    from .vector_ir import _VectorIR
+
+    x = _VectorIR(context, builder, c_ty.dtype, shape)
+    lanes, mr, nv = x.lanes, shape.mr, shape.nv
+    words = ir.VectorType(ir.IntType(32), lanes)
+    pairs = ir.VectorType(_BFloat16Type(), 2 * lanes)
+    dot = cgutils.get_or_insert_function(builder.module, ir.FunctionType(x.vector, [x.vector, pairs, pairs]),
+                                         "llvm.x86.avx512bf16.dpbf16ps.512")
+    a, b, c, column = (context.make_array(t)(context, builder, value) for t, value in
+                       ((a_ty, a), (b_ty, b), (c_ty, c), (column_ty, column)))
+    ra, ka, rc, kc = (context.cast(builder, value, t, types.intp) for t, value in
+                      ((ra_ty, ra), (ka_ty, ka), (rc_ty, rc), (kc_ty, kc)))
+    scale = context.cast(builder, scale, scale_ty, c_ty.dtype)
+    a_row, a_col = cgutils.unpack_tuple(builder, a.strides)
+    b_row = cgutils.unpack_tuple(builder, b.strides)[0]
+    c_row = cgutils.unpack_tuple(builder, c.strides)[0]
+    a_base = x.at(a.data, builder.add(builder.mul(ra, a_row), builder.mul(ka, a_col)))
+    a_rows = [x.at(a_base, builder.mul(x.intp(i), a_row)) for i in range(mr)]
+    c_rows = [x.at(c.data, builder.mul(builder.add(rc, x.intp(i)), c_row)) for i in range(mr)]
+    acc = [[cgutils.alloca_once(builder, x.vector) for _ in range(nv)] for _ in range(mr)]
+    scales = [x.load(column.data, v) for v in range(nv)] if mode == rescale_mode else None
+    for i in range(mr):
+        for v in range(nv):
+            start = builder.fmul(x.load(c_rows[i], v), scales[v]) if scales else x.constant(0.0)
+            builder.store(start, acc[i][v])
+    undefined = ir.Constant(words, ir.Undefined)
+    splat = ir.Constant(ir.VectorType(ir.IntType(32), lanes), None)
+    with cgutils.for_range(builder, kc) as loop:
+        b_k = x.at(b.data, builder.mul(loop.index, b_row))
+        b_vectors = [builder.bitcast(builder.load(builder.bitcast(x.pointer(b_k, v), words.as_pointer()), align=4),
+                                     pairs) for v in range(nv)]
+        a_k = builder.mul(loop.index, a_col)
+        for i in range(mr):
+            word = builder.load(builder.bitcast(x.at(a_rows[i], a_k), ir.IntType(32).as_pointer()), align=4)
+            a_ik = builder.shuffle_vector(builder.insert_element(undefined, word, x.intp(0)), undefined, splat)
+            a_ik = builder.bitcast(a_ik, pairs)
+            for v in range(nv):
+                builder.store(builder.call(dot, [builder.load(acc[i][v]), a_ik, b_vectors[v]]), acc[i][v])
+    results = [[builder.load(acc[i][v]) for v in range(nv)] for i in range(mr)]
+    if mode != rescale_mode:  # the scores: the scale after the sum, so the products stay exact
+        factor = builder.insert_element(ir.Constant(x.vector, ir.Undefined), scale, x.intp(0))
+        factor = builder.shuffle_vector(factor, ir.Constant(x.vector, ir.Undefined), splat)
+        results = [[builder.fmul(r, factor) for r in row] for row in results]
+    for i in range(mr):
+        for v in range(nv):
+            x.store(results[i][v], c_rows[i], v)
+    if mode == max_mode:
+        for v in range(nv):
+            top = x.load(column.data, v)
+            for i in range(mr):
+                top = x.maximum(results[i][v], top)
+            x.store(top, column.data, v)
+    return context.get_dummy_value()
+
+
+def _dot_typer(mode, modes):
+    def typer(typingctx, a, ra, ka, b, c, rc, kc, column, scale, shape):
+        from .isa import _TileShapeType
+
+        if not (isinstance(shape, _TileShapeType) and shape.bf16 == "native" and shape.bits == 512
+                and all(isinstance(x, types.Array) for x in (a, b, c, column))
+                and a.dtype == b.dtype == types.uint32 and c.dtype == column.dtype == types.float32
+                and all(isinstance(x, types.Integer) for x in (ra, ka, rc, kc)) and isinstance(scale, types.Float)
+                and b.layout == c.layout == column.layout == "C"):
+            return None
+        signature = types.void(a, ra, ka, b, c, rc, kc, column, scale, shape)
+        return signature, lambda *codegen_args: _dot_codegen(mode, modes, *codegen_args)
+
+    return typer
+
+
+def products(precision, shape):
+    """What shape.bf16 is for `precision` on the micro-kernel `shape`: None ("f32"), "native"
+    ("bf16" where native_available) or "emulated" ("bf16" elsewhere, with a RuntimeWarning
+    once per path, or "bf16_emulated")."""
+    if precision not in PRECISIONS:
+        raise ValueError(f"precision must be one of {', '.join(map(repr, PRECISIONS))}, got {precision!r}")
+    if precision == "f32":
+        return None
+    if precision == "bf16" and native_available(shape):
+        return "native"
+    if precision == "bf16":
+        _warn_emulated(shape.name)
+    return "emulated"
+
+
+@functools.cache
+def _warn_emulated(path):
+    warnings.warn(f"attncore.jit: precision='bf16' is emulated on the {path!r} path (no vdpbf16ps: it needs the "
+                  f"avx512 path and a CPU with AVX512_BF16 that Numba compiles for); the results are the same "
+                  f"bf16 products, summed in float32, only slower", RuntimeWarning, stacklevel=4)

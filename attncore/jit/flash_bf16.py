@@ -1,0 +1,120 @@
+"""The flash block with native bfloat16 products (vdpbf16ps): _flash_block_bf16, the twin of
+flash.py's _flash_block for a TileShape with bf16 == "native" (read that one first, and
+bf16.py for what is rounded).
+
+What changes: the operands of both products are packed as 32-bit words of two bf16, the
+reduction running over pairs. Per block, the panel's queries (unscaled: the scale
+multiplies S after the sum) as qT words (d/2, nr); per key tile, once for all the
+block's panels, its keys as words (keys, d/2) and its values transposed, as words
+(d_v, keys/2); per panel and tile, the rounded weights as words (keys/2, nr).
+q, k and v arrive already rounded to bf16 (layout.py), so packing only moves bits.
+"""
+import numpy as np
+from numba.extending import intrinsic, overload
+
+from .bf16 import _dot_typer, _pack_columns, _pack_pairs, _pack_rows
+from .compiling import FASTMATH, _jit
+from .exponential import LN2
+from .isa import _tile_cols, _tile_rows
+from .layout import _round_up
+from .microkernels import PRODUCT_MAX, PRODUCT_RESCALE, PRODUCT_ZERO, _softmax_tile
+
+_MODES = (PRODUCT_ZERO, PRODUCT_MAX, PRODUCT_RESCALE)
+_dot_zero = intrinsic(_dot_typer(PRODUCT_ZERO, _MODES))
+_dot_max = intrinsic(_dot_typer(PRODUCT_MAX, _MODES))
+_dot_rescale = intrinsic(_dot_typer(PRODUCT_RESCALE, _MODES))
+
+
+def _dot(a, ra, ka, b, c, rc, kc, column, scale, mode, shape):
+    """c[rc:rc+mr] = (column * c[rc:rc+mr] if PRODUCT_RESCALE else 0) + scale * a[ra:ra+mr, ka:ka+kc] . b[:kc]
+    over words of bf16 pairs (scale only for PRODUCT_ZERO and PRODUCT_MAX); PRODUCT_MAX also
+    takes column = max(column, those rows of c)."""
+
+
+@overload(_dot, jit_options={"fastmath": FASTMATH}, inline="always")
+def _overload_dot(a, ra, ka, b, c, rc, kc, column, scale, mode, shape):
+    def dot(a, ra, ka, b, c, rc, kc, column, scale, mode, shape):
+        if mode == PRODUCT_ZERO:
+            _dot_zero(a, ra, ka, b, c, rc, kc, column, scale, shape)
+        elif mode == PRODUCT_MAX:
+            _dot_max(a, ra, ka, b, c, rc, kc, column, scale, shape)
+        else:
+            _dot_rescale(a, ra, ka, b, c, rc, kc, column, scale, shape)
+
+    return dot
+
+
+@_jit
+def _flash_block_bf16(queries, k, v, q0, q1, outputs, lses, settings, shape):
+    """Queries q0:q1 of queries (T_q, d) -> the same rows of outputs (T_q, d_v) and lses (T_q,),
+    as _flash_block, with bf16 products. queries, k, v hold bf16 values in float32; k is
+    zero-padded as for _flash_block; v (T, d_vp)."""
+    t_k, scale, block_k = settings.t_k, settings.scale, settings.block_k
+    causal, offset = settings.causal, settings.offset
+    q, out, lse = queries[q0:q1], outputs[q0:q1], lses[q0:q1]
+    rows, d = q.shape[0], q.shape[1]
+    mr, nr = _tile_rows(shape), _tile_cols(shape, q)
+    d_v, d_vp = out.shape[1], v.shape[1]
+    dw = (d + 1) // 2  # words of bf16 pairs along d
+    panels = (rows + nr - 1) // nr
+    q_w = np.zeros((panels, dw, nr), np.uint32)  # queries, transposed and paired along d, panel by panel
+    acc_t = np.zeros((panels, d_vp, nr), np.float32)
+    m = np.full((panels, nr), -np.inf, np.float32)
+    l = np.zeros((panels, nr), np.float32)
+    tile = _round_up(min(block_k, t_k), mr)
+    s_t = np.empty((tile, nr), np.float32)
+    k_w = np.empty((tile, dw), np.uint32)  # a tile's keys, paired along d
+    v_w = np.zeros((d_vp, tile // 2 + 1), np.uint32)  # a tile's values, transposed, paired along keys
+    p_w = np.empty((tile // 2 + 1, nr), np.uint32)  # a panel's weights, paired along keys
+    shift = np.empty(nr, np.float32)
+    alpha = np.empty(nr, np.float32)
+    minus_inf = np.float32(-np.inf)
+    q_panel = np.zeros((nr, d), np.float32)
+    q_pairs = np.empty((nr, dw), np.uint32)
+    for p in range(panels):
+        width = min(nr, rows - p * nr)
+        q_panel[:width] = q[p * nr:p * nr + width]
+        q_panel[width:] = 0
+        _pack_rows(q_panel, 0, nr, q_pairs)
+        q_w[p] = q_pairs.T
+    k_end = t_k if not causal else max(0, min(t_k, q0 + rows + offset))
+    for k0 in range(0, k_end, block_k):
+        n_tile = min(block_k, t_k - k0)
+        n_tile_pad = _round_up(n_tile, mr)
+        _pack_rows(k, k0, n_tile_pad, k_w)  # k is zero-padded past t_k (layout.py)
+        _pack_columns(v, k0, n_tile, v_w)
+        for p in range(panels):
+            j0 = p * nr
+            n = n_tile
+            if causal:
+                n = min(n, q0 + min(j0 + nr, rows) + offset - k0)
+            if n <= 0:
+                continue
+            n_pad = _round_up(n, mr)
+            acc_p = acc_t[p]
+            masked = n < n_pad or (causal and k0 + n - 1 > q0 + j0 + offset)
+            shift[:] = m[p]
+            mode = PRODUCT_ZERO if masked else PRODUCT_MAX
+            for r0 in range(0, n_pad, mr):
+                _dot(k_w, r0, 0, q_w[p], s_t, r0, dw, shift, scale, mode, shape)
+            if masked:
+                for j in range(n_pad):
+                    if j >= n:
+                        cut = nr
+                    elif causal:
+                        cut = max(0, min(nr, k0 + j - offset - q0 - j0))
+                    else:
+                        cut = 0
+                    s_t[j, :cut] = minus_inf
+            _softmax_tile(s_t, n_pad, n_pad if masked else 0, m[p], l[p], shift, alpha, shape)
+            # with n odd, the last word pairs key n - 1 with a weight 0 (and v_w with key n, finite, or 0)
+            _pack_pairs(s_t, n, p_w)
+            for r0 in range(0, d_vp, mr):
+                _dot(v_w, r0, 0, p_w, acc_p, r0, (n + 1) // 2, alpha, scale, PRODUCT_RESCALE, shape)
+    for i in range(rows):
+        p, c0 = i // nr, i % nr
+        seen = l[p, c0] > 0
+        lse[i] = m[p, c0] * LN2 + np.log(l[p, c0]) if seen else -np.inf
+        inverse = 1 / l[p, c0] if seen else 0
+        for c in range(d_v):
+            out[i, c] = acc_t[p, c, c0] * inverse
