@@ -102,13 +102,14 @@ def test_wrong_solutions_name_catalogued_misconceptions(assignment):
 
 
 @pytest.mark.parametrize("assignment", list(ASSIGNMENTS))
-def test_every_suite_is_run_by_a_test_cell(assignment):
+def test_every_suite_is_run_by_exactly_one_test_cell(assignment):
     notebook = nbformat.read(source_notebook(assignment), as_version=4)
-    run = {parse_grade_id(grade_id) for grade_id, _ in runner.test_cells(notebook.cells)}
+    run = [parse_grade_id(grade_id) for grade_id, _ in runner.test_cells(notebook.cells)]
     declared = {(function, suite) for function in ASSIGNMENTS[assignment]
                 for suite in SPECS[function].suites}
-    assert declared <= run, f"suites no test cell runs: {sorted(declared - run)}"
-    assert run <= declared, f"test cells naming no suite: {sorted(run - declared)}"
+    assert declared <= set(run), f"suites no test cell runs: {sorted(declared - set(run))}"
+    assert set(run) <= declared, f"test cells naming no suite: {sorted(set(run) - declared)}"
+    assert len(run) == len(set(run)), f"suites run by two cells: {sorted(run)}"
 
 
 @pytest.mark.parametrize("assignment", list(ASSIGNMENTS))

@@ -27,7 +27,7 @@ from attncore.grading.course.runner import Worker
 from attncore.grading.course.layout import WORK
 from attncore.grading.engine import SPECS, Outcome, run_suite
 
-from .gradekit import ROOT, Course, points_by_function, reference_sources, submission
+from .gradekit import ROOT, Course, points_by_function, submission
 
 # Without bubblewrap these are skipped locally, and fail under CI (which installs it).
 pytestmark = pytest.mark.skipif(sandbox.available() is not None and not os.environ.get("CI"),
@@ -181,7 +181,6 @@ def attacks(course):
     """{name: the solution cell}: a wrong masked_softmax and an attempt to gain points with
     it, or to change other students' grades, or to outlive the notebook."""
     root = str(course.root)
-    reference = reference_sources(ASSIGNMENT)[FUNCTION]
     table = repr(_hidden_case_table())
     return {
         "rewrite the installed package": f"""

@@ -10,7 +10,6 @@ throwaway course, and checks each student's score in grades.csv.
 import csv
 import re
 import zipfile
-from pathlib import Path
 
 import nbformat
 import pytest

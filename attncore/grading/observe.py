@@ -8,7 +8,9 @@ While the function runs:
 - the attncore functions it is asked to write (or that would do the work) raise
   ForbiddenCall however they are reached (an alias, a default argument, sys.modules):
   their code is swapped for the call, and guard_library keeps learner code from
-  copying that code or re-running attncore's modules to get fresh copies;
+  copying that code or re-running attncore's modules to get fresh copies. The swap is
+  process-wide, not per thread: a thread the learner's code started sees the tripwires
+  too, which is what the worker relies on when it keeps them tripped after a call;
 - warnings are recorded and printed output is captured: both become notes, never
   mistakes (a RuntimeWarning from log(0) is how the additive-mask idiom works);
 - allocations are traced with tracemalloc when memory is measured; the function's own

@@ -128,17 +128,18 @@ def report(assignment, grades, written=()):
              "", f"{'function':<26}{'points':>10}  feedback", "-" * 72]
     shown = []
     for function in ASSIGNMENTS[assignment]:
-        mine = [g for g in grades if function_of(g[0]) == function]
+        mine = [(gid, points, verdict) for gid, points, verdict in grades
+                if function_of(gid) == function]
         score = sum(points or 0 for _, points, verdict in mine if verdict.passed)
         most = sum(points or 0 for _, points, _ in mine)
-        failed = [g for g in mine if not g[2].passed]
-        status = failed[0][2].message.splitlines()[0] if failed else "ok"
+        failed = [(gid, points, verdict) for gid, points, verdict in mine if not verdict.passed]
+        status = next((verdict.message.splitlines()[0] for _, _, verdict in failed), "ok")
         lines.append(f"{function:<26}{f'{score:g} / {most:g}':>10}  {status[:80]}")
         shown += failed[:1]
     for gid, points in written:
         lines.append(f"{gid:<26}{f'? / {points:g}':>10}  written answer, graded by hand")
     for gid, points, verdict in grades:
-        if verdict.notes and not any(gid == g[0] for g in shown):
+        if verdict.notes and gid not in {shown_id for shown_id, _, _ in shown}:
             shown.append((gid, points, verdict))
     for gid, points, verdict in shown:
         title = f"{gid} ({(points or 0) if verdict.passed else 0:g} / {points or 0:g})"

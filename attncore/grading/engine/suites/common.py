@@ -58,6 +58,8 @@ def global_max_softmax(x, axis=-1):
 
 
 WRONG_AXIS = "softmax over the wrong axis"
+MASK_AFTER = "mask applied after softmax"  # 03's masked_softmax and 07's layer both name these
+MASK_WITH_ZERO = "masking with 0 or multiplying by the mask"
 WRONG_AXIS_FIX = ("normalise over the keys, the last axis: every ROW (one query) must sum to 1. "
                   "Use axis=-1; axis=0 (or axis=-2 for heads of shape (H, T_q, T_k)) "
                   "normalises over the queries or the heads instead.")

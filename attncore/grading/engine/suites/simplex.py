@@ -16,7 +16,7 @@ import numpy as np
 import attncore
 from attncore.invariants import check_rows, default_atol
 
-from ..probe import Case, FunctionSpec, Misconception, same
+from ..probe import Case, FunctionSpec, Misconception
 from .common import (
     DRAWN, EXP2, EXP2_FIX, GLOBAL_MAX, GLOBAL_MAX_FIX, KEEPDIMS, KEEPDIMS_FIX, MIN_SUBTRACTED,
     MIN_SUBTRACTED_FIX, UNSTABLE, UNSTABLE_FIX, WHOLE, WHOLE_FIX, WRONG_AXIS, WRONG_AXIS_FIX,

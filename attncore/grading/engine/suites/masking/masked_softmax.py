@@ -11,15 +11,13 @@ import attncore
 from attncore import masks
 
 from ...probe import Case, FunctionSpec, Misconception
-from ..common import (GLOBAL_MAX, GLOBAL_MAX_FIX, UNSTABLE, UNSTABLE_FIX, arrays, rounded_rows,
-                      two_d_only)
+from ..common import (GLOBAL_MAX, GLOBAL_MAX_FIX, MASK_AFTER, MASK_WITH_ZERO, UNSTABLE,
+                      UNSTABLE_FIX, arrays, rounded_rows, two_d_only)
 from .masked_softmax_detectors import (fully_masked_detect, global_max_detect, inverted_detect,
                                        mask_after_detect, mask_with_zero_detect,
                                        sentinel_detect, unstable_detect)
 from .shared import FORBIDDEN, INVERTED, INVERTED_FIX
 
-MASK_AFTER = "mask applied after softmax"
-MASK_WITH_ZERO = "masking with 0 or multiplying by the mask"
 FULLY_MASKED = "fully masked row giving NaN or a uniform row"
 SENTINEL = "finite sentinel too weak for the scores"
 UNBROADCAST_INDEX = "mask used as an index without broadcasting it"
