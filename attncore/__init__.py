@@ -3,6 +3,8 @@
 Rows are queries, columns are keys, and every row of the weights lies on the
 probability simplex. Masks are boolean with True = "may attend".
 """
+from importlib import metadata
+
 from . import invariants, masks
 from .attention import (
     attention,
@@ -19,6 +21,7 @@ from .flash import flash_attention, weights_from_lse
 from .softmax import hardmax, log_softmax, logsumexp, softmax, softmax_one, sparsemax
 
 __all__ = [
+    "__version__",
     "attention",
     "attention_scores",
     "attention_weights",
@@ -39,3 +42,8 @@ __all__ = [
     "sparsemax",
     "weights_from_lse",
 ]
+
+try:
+    __version__ = metadata.version("attncore")
+except metadata.PackageNotFoundError:  # the source tree on sys.path, not installed
+    __version__ = "unknown"

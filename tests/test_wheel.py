@@ -6,6 +6,7 @@ the self-check on every assignment, the exercise notebooks' code, and the messag
 names the extra a missing optional dependency needs.
 """
 import subprocess
+import tomllib
 
 import nbformat
 import pytest
@@ -42,6 +43,13 @@ def test_wheel_holds_the_package_and_its_licence(installed):
     assert result.returncode == 0, result.stderr
     assert "site-packages" in result.stdout and str(ROOT) not in result.stdout
     assert "'LICENSE'" in result.stdout
+
+
+def test_wheel_says_its_version(installed):
+    python, work = installed
+    declared = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"]
+    result = run(python, "-c", "import attncore; print(attncore.__version__)", cwd=work)
+    assert result.returncode == 0 and result.stdout.strip() == declared, result.stderr
 
 
 def test_library_works_with_numpy_alone(installed):
