@@ -123,6 +123,17 @@ def _stats_against_old_max(x, block_size):
     return m.astype(x.dtype), l.astype(x.dtype)
 
 
+def tile_mistakes(with_mistake):
+    """ALPHA_INVERTED and EXP2, the two mistakes of a tile loop that the online statistics and
+    the whole tiled attention share: with_mistake(**change) builds the wrong loop."""
+    return [
+        Misconception(ALPHA_INVERTED, ALPHA_INVERTED_FIX,
+                      variants=(with_mistake(inverted="raw"), with_mistake(inverted="guarded")),
+                      detail=ALPHA_INVERTED_DETAIL),
+        Misconception(EXP2, EXP2_FIX, variants=(with_mistake(exp=np.exp2),), detail=EXP2_DETAIL),
+    ]
+
+
 def stats_case(seed, t_q, t_k, block, what, last_tile_bonus=0.0, offset=0.0, dtype=np.float64,
                row_offsets=None):
     def make():
@@ -189,10 +200,7 @@ STATS_MISCONCEPTIONS = [
                           "Your m is the maximum of the LAST tile only (overwritten each tile), "
                           "and your l adds each new tile to an old l that was never rescaled "
                           "by exp(m_old - m_new)."]),
-    Misconception(ALPHA_INVERTED, ALPHA_INVERTED_FIX,
-                  variants=(_stats_with(inverted="raw"), _stats_with(inverted="guarded")),
-                  detail=ALPHA_INVERTED_DETAIL),
-    Misconception(EXP2, EXP2_FIX, variants=(_stats_with(exp=np.exp2),), detail=EXP2_DETAIL),
+    *tile_mistakes(_stats_with),
     Misconception(DROPPED, DROPPED_FIX, variants=(_stats_with(drop_last=True),),
                   detail=lambda args, i: _partial_note(args, "T_k", args["x"].shape[1])),
     Misconception(ZERO_MAX, ZERO_MAX_FIX, variants=(_stats_with(m0=0.0),),
@@ -409,10 +417,7 @@ FLASH_MISCONCEPTIONS = [
                           "l is rescaled by exp(m_old - m_new) but the accumulator acc is not.",
                           "Each tile is exponentiated against its own maximum and the tiles are "
                           "added without bringing them to one common maximum."]),
-    Misconception(ALPHA_INVERTED, ALPHA_INVERTED_FIX,
-                  variants=(_flash_with(inverted="raw"), _flash_with(inverted="guarded")),
-                  detail=ALPHA_INVERTED_DETAIL),
-    Misconception(EXP2, EXP2_FIX, variants=(_flash_with(exp=np.exp2),), detail=EXP2_DETAIL),
+    *tile_mistakes(_flash_with),
     Misconception(DROPPED, DROPPED_FIX,
                   variants=(_flash_with(drop_k=True), _flash_with(drop_q=True)),
                   detail=_dropped_detail),
