@@ -15,9 +15,12 @@ import nbformat
 from attncore.grading.course.layout import RELEASE, SOURCE, WORK, function_of, parse_grade_id
 from attncore.grading.course.runner import grade_notebook, test_cells
 from attncore.grading.engine import ASSIGNMENTS, SPECS, Outcome, run_suite
+from attncore.grading.engine.suites import MODULES
 from attncore.grading.observe import observe
 
 ROOT = Path(__file__).resolve().parents[1]
+# assignment -> the name of its suite module, which tests/wrong/ and tests/right/ share
+SUITE_MODULE = {module.ASSIGNMENT: module.__name__.rpartition(".")[2] for module in MODULES}
 
 
 def source_notebook(assignment):

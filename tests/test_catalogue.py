@@ -18,11 +18,9 @@ from attncore.grading.course import runner
 from attncore.grading.engine import ASSIGNMENTS, SPECS
 from attncore.grading.engine.probe import GENERIC
 
-from .gradekit import in_process_verdicts, source_notebook, submission
+from .gradekit import SUITE_MODULE, in_process_verdicts, source_notebook, submission
 
-MODULES = {"01-convention": "convention", "02-simplex": "simplex", "03-masking": "masking",
-           "04-heads": "heads", "05-flash": "flash", "06-variants": "variants",
-           "07-real-model": "real_model"}
+MODULES = SUITE_MODULE
 # Wrong solutions overflow and divide by zero on purpose; what they warn is no finding here.
 pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")
 

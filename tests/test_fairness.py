@@ -32,11 +32,9 @@ import pytest
 
 from attncore.grading.engine import ASSIGNMENTS
 
-from .gradekit import Course, auto_points, points_by_function, submission, verdicts
+from .gradekit import SUITE_MODULE, Course, auto_points, points_by_function, submission, verdicts
 
-MODULES = {"01-convention": "convention", "02-simplex": "simplex", "03-masking": "masking",
-           "04-heads": "heads", "05-flash": "flash", "06-variants": "variants",
-           "07-real-model": "real_model"}
+MODULES = SUITE_MODULE
 RIGHT = {a: importlib.import_module(f"tests.right.{m}").RIGHT for a, m in MODULES.items()}
 MINIMUM_STYLES = 4
 
