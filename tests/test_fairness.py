@@ -30,6 +30,7 @@ import nbformat
 import numpy as np
 import pytest
 
+from attncore.grading.course.layout import function_of
 from attncore.grading.engine import ASSIGNMENTS
 
 from .gradekit import SUITE_MODULE, Course, auto_points, points_by_function, submission, verdicts
@@ -161,7 +162,7 @@ RUNNER_CASES = [pytest.param(a, i, f, id=f"{a}:{f}:{right.style}",
 def test_correct_style_gets_full_marks_through_the_runner(assignment, k, function):
     right = rounds(assignment)[k][function]
     mine = {gid: v for gid, v in runner_verdicts(assignment, k).items()
-            if gid.rpartition("-")[0] == function}
+            if function_of(gid) == function}
     assert mine, f"no test cell for {function}"
     failed = {gid: v.message for gid, v in mine.items() if not v.passed}
     assert not failed, f"{right.style} lost points:\n{right.source}\n" + "\n\n".join(

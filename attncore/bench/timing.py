@@ -44,6 +44,8 @@ def naive_bytes(n, name="naive"):
 
 
 def skip_reason(name, n, naive_budget_gib=2.0, numpy_flash_max=2048):
+    """Why implementation `name` is not run at size n (a sentence), or None: the matrices
+    would exceed the memory budget, or the NumPy tiles would take too long."""
     if name in impls.MATRICES and naive_bytes(n, name) > naive_budget_gib * 2**30:
         return f"skipped: ~{naive_bytes(n, name) / 2**30:.1f} GiB > naive budget {naive_budget_gib:g} GiB"
     if name == "numpy_flash" and n > numpy_flash_max:

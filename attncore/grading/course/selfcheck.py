@@ -26,6 +26,8 @@ class NotAnAssignment(ValueError):
 
 
 def main(argv=None):
+    """The attncore-check command: grade a saved notebook, print the report (or --json),
+    exit 0 for full automatic marks, 1 otherwise, 2 for a notebook it cannot grade."""
     parser = argparse.ArgumentParser(
         prog="attncore-check",
         description="Grade your exercise notebook with every test of the course, in a "
