@@ -194,6 +194,18 @@ def print_header(info, args):
     print("ISA: " + ", ".join(flag for flag, present in info["isa"].items() if present))
 
 
+def source_info():
+    """The commit measured, and whether attncore/ differed from it (None outside a git clone)."""
+    import subprocess
+
+    root = Path(__file__).resolve().parent.parent
+    try:
+        git = lambda *a: subprocess.run(["git", *a], cwd=root, capture_output=True, text=True, check=True).stdout.strip()
+        return {"commit": git("rev-parse", "HEAD"), "attncore_modified": bool(git("status", "--porcelain", "--", "attncore"))}
+    except (OSError, subprocess.SubprocessError):
+        return None
+
+
 def software_info():
     """Thread counts and the jit kernel's shape, after one parallel call."""
     out = {}
@@ -219,7 +231,7 @@ def software_info():
 def main(argv=None):
     args = parse_args(argv)
     info = bench.info()
-    info.update(software_info())
+    info.update(software_info(), source=source_info())
     print_header(info, args)
     threads = bench.machine.cores()
     results = {"machine": info, "settings": {"d": timing.D, "dtype": "float32", "sizes": list(args.sizes),

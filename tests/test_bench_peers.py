@@ -47,14 +47,14 @@ def test_peer_agrees_with_float64(name, causal):
     assert np.array_equal(call.result(), call.result()) or name == "openvino_default"
 
 
-@pytest.mark.parametrize("t_q", [1, 3])
+@pytest.mark.parametrize("t_q", [1, 3, 70])
 @pytest.mark.parametrize("name", PEERS)
 def test_peer_decodes_grouped_query_heads(name, t_q):
-    """q (1, 8, T_q, d) against k, v (1, 2, T_k, d); T_q > 1 causal bottom-right."""
+    """q (1, 8, T_q, d) against k, v (1, 2, 70, d); T_q = 3 causal bottom-right, T_q = 70 square causal."""
     rng = np.random.default_rng(2)
     q = rng.standard_normal((1, 8, t_q, 32), dtype=np.float32)
     k, v = (rng.standard_normal((1, 2, 70, 32), dtype=np.float32) for _ in range(2))
-    call = agree(name, q, k, v, "bottom_right" if t_q > 1 else False)
+    call = agree(name, q, k, v, {1: False, 3: "bottom_right", 70: True}[t_q])
     if name == "jit":
         assert "gqa" in call.details  # native or repeated, the row says which
 

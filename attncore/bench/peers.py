@@ -190,8 +190,8 @@ class OnnxRuntime(Peer):
 
         b, h_q, t_q, d = q.shape
         h_kv, t_k = k.shape[1], k.shape[2]
-        if t_q > 1 and causal != "bottom_right":
-            raise Unsupported("GroupQueryAttention is always causal (bottom-right)")
+        if t_q > 1 and not causal:
+            raise Unsupported("GroupQueryAttention is always causal (bottom-right); non-causal T_q > 1 not wired")
         info = lambda name, shape, kind=TensorProto.FLOAT: helper.make_tensor_value_info(name, kind, shape)
         inputs = [info("query", [b, t_q, h_q * d]), info("key", [b, t_q, h_kv * d]), info("value", [b, t_q, h_kv * d]),
                   info("past_key", [b, h_kv, t_k, d]), info("past_value", [b, h_kv, t_k, d]),
