@@ -1,9 +1,10 @@
 """The contract of every implementation of attention: same result, or the same error.
 
 The implementations: attncore.attention (a causal mask passed as `mask`),
-grouped_query_attention with repeated heads, attncore.flash_attention (NumPy tiles) and
+grouped_query_attention with repeated heads, attncore.flash_attention (NumPy tiles),
 attncore.jit.flash_attention on every micro-kernel path (all of them run on any CPU:
-LLVM lowers wider vectors to what the CPU has). What they all promise:
+LLVM lowers wider vectors to what the CPU has) and attncore.jit.decode_attention (query heads
+sharing a kv head). What they all promise:
 
 - the weights softmax(scale q k^T) over the allowed keys, to a tolerance justified in
   `_tolerance`, with broadcast leading dimensions, both causal alignments, any T_k >= 0;
@@ -68,9 +69,20 @@ def _jit(path):
     return run
 
 
+def _jit_decode(q, k, v, causal, scale):
+    """jit.decode_attention, two query heads over one kv head (as _grouped): each must equal attention."""
+    q2 = np.stack([q, q], axis=-3)
+    out, lse = jit.decode_attention(q2, k[..., None, :, :], v[..., None, :, :], causal=causal, scale=scale,
+                                    block_k=5, return_lse=True)
+    np.testing.assert_array_equal(out[..., 0, :, :], out[..., 1, :, :])
+    return out[..., 0, :, :], lse[..., 0, :]
+
+
 IMPLEMENTATIONS = {"attention": _attention, "grouped_query_attention": _grouped, "flash_attention": _flash}
 for _path in sorted(jit.PATHS) if jit is not None else ():
     IMPLEMENTATIONS[f"jit-{_path}"] = _jit(_path)
+if jit is not None:
+    IMPLEMENTATIONS["jit-decode"] = _jit_decode
 NAMES = sorted(IMPLEMENTATIONS)
 
 

@@ -236,7 +236,17 @@ def flash_attention(q, k, v, *, causal=False, block_q=None, block_k=BLOCK_K, sca
     precision: "f32", or "bf16": q, k, v and the weights rounded to bfloat16 for the two
     products, float32 sums and softmax (vdpbf16ps where the CPU has it, else emulated with
     the same products; "bf16_emulated" forces that): see bf16.py. Results in float32.
+    Grouped-query heads, q (..., H_q, T_q, d_k) and k, v (..., H_kv, T_k, d) with H_kv dividing
+    H_q (neither 1), as torch's enable_gqa=True: jit.decode_attention (block_q plays no part).
     """
+    from .decode import _grouped, decode_attention  # (decode.py imports this file)
+
+    if _grouped(q, k):
+        if precision != "f32":
+            raise ValueError(f"precision={precision!r} needs heads that match or broadcast; grouped-query heads "
+                             f"(q {np.shape(q)}, k {np.shape(k)}) run on jit.decode_attention, in float32")
+        return decode_attention(q, k, v, causal=causal, scale=scale, return_lse=return_lse, block_k=block_k,
+                                path=path)
     arguments, layout, unit = _prepare(q, k, v, causal, block_q, block_k, scale, path, precision)
     _run(arguments, False, q, k, v)
     out, lse = arguments.out if unit == 1 else arguments.out * layout.work(unit), arguments.lse
