@@ -208,3 +208,18 @@ def test_emulation_off_the_native_path_says_so():
     q, k, v = inputs((1, 4, 8), (1, 4, 8), 4)
     with pytest.warns(RuntimeWarning, match="emulated on the 'portable' path"):
         jit.flash_attention(q, k, v, precision="bf16", path="portable")
+
+
+def test_the_kernels_rounding_is_attncore_bfloat16s_bit_for_bit():
+    """Ties to even, both signs, subnormals, the edge of the range, inf and NaN."""
+    from attncore.jit.bf16 import round_to_bf16
+
+    rng = np.random.default_rng(6)
+    high = np.concatenate([np.arange(0x3E00, 0x3E00 + 2000), np.arange(0xBE00, 0xBE00 + 2000)]).astype(np.uint32)
+    ties = (high << 16 | 0x8000).view(np.float32)  # exactly halfway between two bf16, both signs
+    special = np.array([0.0, -0.0, np.inf, -np.inf, np.nan, 1e-40, -1e-45, 3.4e38, -3.39e38, 1.0 + 2.0**-8],
+                       np.float32)
+    x = np.concatenate([rng.standard_normal(5000).astype(np.float32), ties[np.isfinite(ties)], special])
+    got, want = round_to_bf16(x.reshape(1, -1, 1)).ravel(), round_to_bfloat16(x)
+    assert np.array_equal(got.view(np.uint32)[~np.isnan(want)], want.view(np.uint32)[~np.isnan(want)])
+    assert np.array_equal(np.isnan(got), np.isnan(want))

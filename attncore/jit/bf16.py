@@ -33,10 +33,10 @@ import warnings
 
 import numpy as np
 from llvmlite import ir
-from numba import prange, types
+from numba import types
 from numba.core import cgutils
 
-from .compiling import _jit, _parallel_jit
+from .compiling import _jit
 from .isa import host_features
 
 PRECISIONS = ("f32", "bf16", "bf16_emulated")
@@ -81,10 +81,10 @@ def round_vector(builder, x):
 
 @_jit
 def _round_bits(bits):
-    """bf16 rounding of float32 bits (uint32), ties to even; NaN and inf pass through."""
-    if bits & 0x7F800000 == 0x7F800000:
-        return bits
-    return (bits + 0x7FFF + ((bits >> 16) & 1)) & 0xFFFF0000
+    """bf16 rounding of float32 bits (uint32), ties to even; NaN and inf pass through (a select,
+    not a branch: loops over arrays vectorise)."""
+    rounded = (bits + np.uint32(0x7FFF) + ((bits >> np.uint32(16)) & np.uint32(1))) & np.uint32(0xFFFF0000)
+    return bits if bits & np.uint32(0x7F800000) == np.uint32(0x7F800000) else rounded
 
 
 @_jit
@@ -95,12 +95,13 @@ def _round_row(row):
         bits[i] = _round_bits(bits[i])
 
 
-@_parallel_jit
+@_jit
 def _round_copy(x):
-    """bf16(x) as float32, a new C-contiguous array (x: float32, C-contiguous, any shape)."""
+    """bf16(x) as float32, a new C-contiguous array (x: float32, C-contiguous, any shape). One
+    thread: vectorised, it takes 0.2 ms for 256K entries; a parallel loop took 5 ms to wake its threads."""
     flat = x.reshape(x.size).view(np.uint32)
     out = np.empty(x.size, np.uint32)
-    for i in prange(x.size):
+    for i in range(x.size):
         out[i] = _round_bits(flat[i])
     return out.view(np.float32).reshape(x.shape)
 
