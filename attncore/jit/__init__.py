@@ -69,6 +69,7 @@ One file per job, from the bottom up:
   flash.py          flash_attention and its kernel _flash -> _flash_block
   bf16.py           precision="bf16": bfloat16 rounding, packing, the vdpbf16ps product (what "exactly" means)
   flash_bf16.py     _flash_block_bf16: the flash block with native bfloat16 products
+  decode.py         decode_attention: grouped-query heads, each kv head read once, split keys (Flash-Decoding)
   introspection.py  profile, kernel_info, tile_product
   tiled_softmax.py  softmax
 """
@@ -80,6 +81,7 @@ except ImportError as error:
 from .bf16 import PRECISIONS
 from .compiling import FASTMATH
 from .exponential import EXP2_COEFFICIENTS, LN2, LOG2E, exp, exp2, exp2_scalar, exp_scalar
+from .decode import decode_attention, default_splits
 from .flash import PHASES, flash_attention
 from .introspection import kernel_info, profile, tile_product
 from .isa import ENV_PATH, PATHS, TileShape, host_features, host_path
@@ -90,7 +92,7 @@ from .tiled_softmax import softmax
 
 __all__ = [
     "BLOCK_K", "ENV_PATH", "EXP2_COEFFICIENTS", "FASTMATH", "LN2", "LOG2E", "MAX_LAYOUTS", "MAX_PANELS",
-    "PATHS", "PHASES", "PRECISIONS", "PRODUCT_MAX", "PRODUCT_RESCALE", "PRODUCT_ZERO", "TileShape", "default_blocks",
-    "exp", "exp2", "exp2_scalar", "exp_scalar", "flash_attention", "host_features", "host_path",
-    "kernel_info", "profile", "queue_time", "softmax", "tile_product",
+    "PATHS", "PHASES", "PRECISIONS", "PRODUCT_MAX", "PRODUCT_RESCALE", "PRODUCT_ZERO", "TileShape", "decode_attention",
+    "default_blocks", "default_splits", "exp", "exp2", "exp2_scalar", "exp_scalar", "flash_attention",
+    "host_features", "host_path", "kernel_info", "profile", "queue_time", "softmax", "tile_product",
 ]
