@@ -16,7 +16,10 @@ Two ways to run it, with the same operands and the same products:
   as 32-bit words holding two bf16 (_pack_rows, _pack_columns), along d for S = K qT and
   along keys for V^T P. The instruction adds the odd product, then the even one, to the
   lane, in round-to-nearest-even, with denormal inputs and results flushed to zero.
-  The scale (log2 e / sqrt(d)) multiplies S after the sum (flash_bf16.py).
+  The scale (log2 e / sqrt(d)) multiplies S after the sum (flash_bf16.py). Whether this
+  beats the float32 path depends on the CPU's rate for vdpbf16ps, which may issue at half
+  the rate of vfmadd (then it does half FMA's multiply-adds per second): time both,
+  precision="bf16" against "bf16_emulated".
 * "emulated" (every other path, or precision="bf16_emulated"): q, k and v rounded and
   stored as float32, then the float32 kernel, whose softmax step rounds P (shape.bf16).
 
@@ -249,4 +252,4 @@ def products(precision, shape):
 def _warn_emulated(path):
     warnings.warn(f"attncore.jit: precision='bf16' is emulated on the {path!r} path (no vdpbf16ps: it needs the "
                   f"avx512 path and a CPU with AVX512_BF16 that Numba compiles for); the results are the same "
-                  f"bf16 products, summed in float32, only slower", RuntimeWarning, stacklevel=4)
+                  f"bf16 products, summed in float32", RuntimeWarning, stacklevel=4)
