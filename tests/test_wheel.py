@@ -42,7 +42,7 @@ def test_wheel_holds_the_package_and_its_licence(installed):
     result = run(python, "-c", code, cwd=work)
     assert result.returncode == 0, result.stderr
     assert "site-packages" in result.stdout and str(ROOT) not in result.stdout
-    assert "'LICENSE'" in result.stdout
+    assert "'LICENSE'" in result.stdout and "'py.typed'" in result.stdout  # hints shipped
 
 
 def test_wheel_says_its_version(installed):
