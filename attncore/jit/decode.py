@@ -163,14 +163,27 @@ def _decode_split(q, k, v, k_start, k_stop, acc_t, m, l, settings, shape):
 
 
 @_jit
-def _row_max(x, n, seen, top):
-    """max(top, x[:seen]), and whether x[:n] holds NaN or +-inf (an overflow, or NaN or inf in k)."""
-    alarm = False
+def _row_alarm(x, n):
+    """Whether x[:n] holds NaN or +-inf (an overflow, or NaN or inf in k): a count, so it vectorises."""
+    bad = 0
     for j in range(n):
-        alarm |= not abs(x[j]) < np.inf
+        bad += not abs(x[j]) < np.inf
+    return bad > 0
+
+
+# nnan: with NaN among x[:seen] the max is not to be trusted, but then _row_alarm has raised
+# the alarm and the result is not used (decode_attention checks and names it)
+@numba.njit(cache=True, fastmath={"nnan", "nsz", "reassoc"})
+def _row_max_vector(x, seen, top):
     for j in range(seen):
         top = max(top, x[j])
-    return top, alarm
+    return top
+
+
+@_jit
+def _row_max(x, n, seen, top):
+    """max(top, x[:seen]), and whether x[:n] holds NaN or +-inf."""
+    return _row_max_vector(x, seen, top), _row_alarm(x, n)
 
 
 @_jit
