@@ -162,7 +162,7 @@ def _dot_codegen(mode, modes, context, builder, signature, args):
     zero_mode, max_mode, rescale_mode = modes
     a_ty, ra_ty, ka_ty, b_ty, c_ty, rc_ty, kc_ty, column_ty, scale_ty, shape = signature.args
     a, ra, ka, b, c, rc, kc, column, scale, _ = args
-    from .vector_ir import _VectorIR
+    from .vector_ir import _VectorIR, store_tile, tile_block
 
     x = _VectorIR(context, builder, c_ty.dtype, shape)
     lanes, mr, nv = x.lanes, shape.mr, shape.nv
@@ -170,23 +170,9 @@ def _dot_codegen(mode, modes, context, builder, signature, args):
     pairs = ir.VectorType(_BFloat16Type(), 2 * lanes)
     dot = cgutils.get_or_insert_function(builder.module, ir.FunctionType(x.vector, [x.vector, pairs, pairs]),
                                          "llvm.x86.avx512bf16.dpbf16ps.512")
-    a, b, c, column = (context.make_array(t)(context, builder, value) for t, value in
-                       ((a_ty, a), (b_ty, b), (c_ty, c), (column_ty, column)))
-    ra, ka, rc, kc = (context.cast(builder, value, t, types.intp) for t, value in
-                      ((ra_ty, ra), (ka_ty, ka), (rc_ty, rc), (kc_ty, kc)))
+    block, kc = tile_block(x, context, builder, signature, args, rescale=mode == rescale_mode)
+    acc, a_rows, a_col, b, b_row = block.acc, block.a_rows, block.a_col, block.b, block.b_row
     scale = context.cast(builder, scale, scale_ty, c_ty.dtype)
-    a_row, a_col = cgutils.unpack_tuple(builder, a.strides)
-    b_row = cgutils.unpack_tuple(builder, b.strides)[0]
-    c_row = cgutils.unpack_tuple(builder, c.strides)[0]
-    a_base = x.at(a.data, builder.add(builder.mul(ra, a_row), builder.mul(ka, a_col)))
-    a_rows = [x.at(a_base, builder.mul(x.intp(i), a_row)) for i in range(mr)]
-    c_rows = [x.at(c.data, builder.mul(builder.add(rc, x.intp(i)), c_row)) for i in range(mr)]
-    acc = [[cgutils.alloca_once(builder, x.vector) for _ in range(nv)] for _ in range(mr)]
-    scales = [x.load(column.data, v) for v in range(nv)] if mode == rescale_mode else None
-    for i in range(mr):
-        for v in range(nv):
-            start = builder.fmul(x.load(c_rows[i], v), scales[v]) if scales else x.constant(0.0)
-            builder.store(start, acc[i][v])
     undefined = ir.Constant(words, ir.Undefined)
     splat = ir.Constant(ir.VectorType(ir.IntType(32), lanes), None)
     with cgutils.for_range(builder, kc) as loop:
@@ -205,15 +191,7 @@ def _dot_codegen(mode, modes, context, builder, signature, args):
         factor = builder.insert_element(ir.Constant(x.vector, ir.Undefined), scale, x.intp(0))
         factor = builder.shuffle_vector(factor, ir.Constant(x.vector, ir.Undefined), splat)
         results = [[builder.fmul(r, factor) for r in row] for row in results]
-    for i in range(mr):
-        for v in range(nv):
-            x.store(results[i][v], c_rows[i], v)
-    if mode == max_mode:
-        for v in range(nv):
-            top = x.load(column.data, v)
-            for i in range(mr):
-                top = x.maximum(results[i][v], top)
-            x.store(top, column.data, v)
+    store_tile(x, block, results, update_max=mode == max_mode)
     return context.get_dummy_value()
 
 

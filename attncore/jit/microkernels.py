@@ -18,7 +18,7 @@ from .bf16 import _round_row, round_vector
 from .compiling import FASTMATH, _jit
 from .exponential import _exp2
 from .isa import _TileShapeType
-from .vector_ir import _VectorIR
+from .vector_ir import _VectorIR, store_tile, tile_block
 
 PRODUCT_ZERO, PRODUCT_MAX, PRODUCT_RESCALE = 0, 1, 2  # the modes of _tile_product
 
@@ -26,45 +26,21 @@ PRODUCT_ZERO, PRODUCT_MAX, PRODUCT_RESCALE = 0, 1, 2  # the modes of _tile_produ
 def _product_codegen(mode, context, builder, signature, args):
     """c[rc:rc+mr, :nr] = (column * c if PRODUCT_RESCALE else 0) + a[ra:ra+mr, ka:ka+kc] @ b[:kc, :nr];
     with PRODUCT_MAX also column = max(column, the new rows of c), lane by lane."""
-    a_ty, ra_ty, ka_ty, b_ty, c_ty, rc_ty, kc_ty, column_ty, shape = signature.args
-    a, ra, ka, b, c, rc, kc, column, _ = args
-    x = _VectorIR(context, builder, a_ty.dtype, shape)
+    shape = signature.args[-1]
+    x = _VectorIR(context, builder, signature.args[0].dtype, shape)
     mr, nv = shape.mr, shape.nv
-    a, b, c, column = (context.make_array(t)(context, builder, value) for t, value in
-                       ((a_ty, a), (b_ty, b), (c_ty, c), (column_ty, column)))
-    ra, ka, rc, kc = (context.cast(builder, value, t, types.intp) for t, value in
-                      ((ra_ty, ra), (ka_ty, ka), (rc_ty, rc), (kc_ty, kc)))
-    a_row, a_col = cgutils.unpack_tuple(builder, a.strides)
-    b_row = cgutils.unpack_tuple(builder, b.strides)[0]
-    c_row = cgutils.unpack_tuple(builder, c.strides)[0]
-    a_base = x.at(a.data, builder.add(builder.mul(ra, a_row), builder.mul(ka, a_col)))
-    a_rows = [x.at(a_base, builder.mul(x.intp(i), a_row)) for i in range(mr)]
-    c_rows = [x.at(c.data, builder.mul(builder.add(rc, x.intp(i)), c_row)) for i in range(mr)]
-    # the accumulators: allocas that LLVM's mem2reg turns into registers
-    acc = [[cgutils.alloca_once(builder, x.vector) for _ in range(nv)] for _ in range(mr)]
-    scales = [x.load(column.data, v) for v in range(nv)] if mode == PRODUCT_RESCALE else None
-    for i in range(mr):
-        for v in range(nv):
-            start = builder.fmul(x.load(c_rows[i], v), scales[v]) if scales else x.constant(0.0)
-            builder.store(start, acc[i][v])
+    block, kc = tile_block(x, context, builder, signature, args, rescale=mode == PRODUCT_RESCALE)
+    acc = block.acc
     with cgutils.for_range(builder, kc) as loop:
-        b_k = x.at(b.data, builder.mul(loop.index, b_row))
+        b_k = x.at(block.b.data, builder.mul(loop.index, block.b_row))
         b_vectors = [x.load(b_k, v) for v in range(nv)]
-        a_k = builder.mul(loop.index, a_col)
+        a_k = builder.mul(loop.index, block.a_col)
         for i in range(mr):
-            a_ik = x.broadcast(x.at(a_rows[i], a_k))
+            a_ik = x.broadcast(x.at(block.a_rows[i], a_k))
             for v in range(nv):
                 builder.store(x.fma(a_ik, b_vectors[v], builder.load(acc[i][v])), acc[i][v])
-    results = [[builder.load(acc[i][v]) for v in range(nv)] for i in range(mr)]
-    for i in range(mr):
-        for v in range(nv):
-            x.store(results[i][v], c_rows[i], v)
-    if mode == PRODUCT_MAX:  # the new rows are still in registers: no pass over c for the max
-        for v in range(nv):
-            top = x.load(column.data, v)
-            for i in range(mr):
-                top = x.maximum(results[i][v], top)
-            x.store(top, column.data, v)
+    store_tile(x, block, [[builder.load(acc[i][v]) for v in range(nv)] for i in range(mr)],
+               update_max=mode == PRODUCT_MAX)
     return context.get_dummy_value()
 
 

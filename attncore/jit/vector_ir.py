@@ -4,6 +4,8 @@ store, broadcast, fma, maximum, exp2) on <lanes x float> vectors of one TileShap
 The AVX-512 instructions vscalefps and vreduceps are emitted only when host_features
 (what Numba compiles for) has them.
 """
+from typing import NamedTuple
+
 import numpy as np
 from llvmlite import ir
 from numba import types
@@ -110,3 +112,55 @@ class _VectorIR:
             bits = b.shl(bits, ir.Constant(integers, [mantissa_bits] * self.lanes))
             power = b.fmul(p, b.bitcast(bits, self.vector))
         return b.select(normal, power, self.constant(0.0))
+
+
+class _TileBlock(NamedTuple):
+    """The operands of one micro-kernel call in IR: b and column as arrays, the pointers to
+    a's mr rows at column ka and to c's mr rows from rc, and the mr x nv accumulators."""
+    b: object
+    b_row: object
+    column: object
+    a_rows: list
+    a_col: object
+    c_rows: list
+    acc: list
+
+
+def tile_block(x, context, builder, signature, args, rescale):
+    """_TileBlock of a micro-kernel whose first eight arguments are (a, ra, ka, b, c, rc, kc,
+    column); the accumulators start at column * c (rescale) or 0. Also returns kc as intp."""
+    a_ty, ra_ty, ka_ty, b_ty, c_ty, rc_ty, kc_ty, column_ty = signature.args[:8]
+    a, ra, ka, b, c, rc, kc, column = args[:8]
+    mr, nv = x.shape.mr, x.shape.nv
+    a, b, c, column = (context.make_array(t)(context, builder, value) for t, value in
+                       ((a_ty, a), (b_ty, b), (c_ty, c), (column_ty, column)))
+    ra, ka, rc, kc = (context.cast(builder, value, t, types.intp) for t, value in
+                      ((ra_ty, ra), (ka_ty, ka), (rc_ty, rc), (kc_ty, kc)))
+    a_row, a_col = cgutils.unpack_tuple(builder, a.strides)
+    b_row = cgutils.unpack_tuple(builder, b.strides)[0]
+    c_row = cgutils.unpack_tuple(builder, c.strides)[0]
+    a_base = x.at(a.data, builder.add(builder.mul(ra, a_row), builder.mul(ka, a_col)))
+    a_rows = [x.at(a_base, builder.mul(x.intp(i), a_row)) for i in range(mr)]
+    c_rows = [x.at(c.data, builder.mul(builder.add(rc, x.intp(i)), c_row)) for i in range(mr)]
+    # the accumulators: allocas that LLVM's mem2reg turns into registers
+    acc = [[cgutils.alloca_once(builder, x.vector) for _ in range(nv)] for _ in range(mr)]
+    scales = [x.load(column.data, v) for v in range(nv)] if rescale else None
+    for i in range(mr):
+        for v in range(nv):
+            start = builder.fmul(x.load(c_rows[i], v), scales[v]) if scales else x.constant(0.0)
+            builder.store(start, acc[i][v])
+    return _TileBlock(b, b_row, column, a_rows, a_col, c_rows, acc), kc
+
+
+def store_tile(x, block, results, update_max):
+    """Store the mr x nv result vectors into c's rows; update_max: also column = max(column,
+    the new rows), lane by lane, while they are still in registers (no pass over c)."""
+    for i, row in enumerate(results):
+        for v, result in enumerate(row):
+            x.store(result, block.c_rows[i], v)
+    if update_max:
+        for v in range(len(results[0])):
+            top = x.load(block.column.data, v)
+            for row in results:
+                top = x.maximum(row[v], top)
+            x.store(top, block.column.data, v)
