@@ -181,27 +181,31 @@ def sparsemax(x: ArrayLike, axis: int = -1, mask: ArrayLike | None = None) -> Fl
     return np.moveaxis(np.maximum(z - tau.astype(z.dtype), 0), -1, axis)
 
 
-def hardmax(x: ArrayLike, axis: int = -1) -> FloatArray:
+def hardmax(x: ArrayLike, axis: int = -1, mask: ArrayLike | None = None) -> FloatArray:
     """One-hot argmax along axis (the first maximum on ties): a vertex of the simplex.
 
+    Masked (or -inf) entries are never picked; a fully masked slice is all zeros.
     Empty input (no keys, or no rows) gives an empty result of the same shape, as softmax does.
 
     Raises
     ------
     ValueError
-        If x is not a floating-point array or holds NaN or inf; numpy.exceptions.AxisError
-        (a ValueError) if axis is not an axis of x, or x is a scalar.
+        As softmax; a scalar x, which has no axis, raises numpy.exceptions.AxisError too.
 
     Examples
     --------
     >>> from attncore import hardmax
     >>> hardmax(np.array([[0.1, 0.7, 0.7], [2.0, 1.0, 0.0]])).tolist()
     [[0.0, 1.0, 0.0], [1.0, 0.0, 0.0]]
+    >>> hardmax(np.array([[0.1, 0.7, 0.7], [2.0, 1.0, 0.0]]), mask=np.array([True, False, False])).tolist()
+    [[1.0, 0.0, 0.0], [1.0, 0.0, 0.0]]
     """
-    x = as_float_array("x", x)
-    check_axis(axis, x.shape)
+    check_axis(axis, np.shape(x))
+    x, _ = _prepare(x, axis, mask)  # masked entries -inf
     out = np.zeros_like(x)
     if x.size == 0:  # argmax has nothing to pick
         return out
-    np.put_along_axis(out, np.expand_dims(np.argmax(x, axis=axis), axis), 1, axis=axis)
+    first_max = np.expand_dims(np.argmax(x, axis=axis), axis)
+    any_kept = np.take_along_axis(x, first_max, axis=axis) > -np.inf  # else the slice is fully masked
+    np.put_along_axis(out, first_max, any_kept, axis=axis)
     return out

@@ -120,61 +120,57 @@ def sparsemax_row(row, mask=None, iterations=200):
     return [max(x - top - tau, 0.0) if k and x != NEG_INF else 0.0 for x, k in zip(row, keep)]
 
 
-def hardmax_row(row):
-    """One-hot at the first maximum."""
-    row = _floats(row)
-    best = 0
-    for j, x in enumerate(row):
-        if x > row[best]:
+def hardmax_row(row, mask=None):
+    """One-hot at the first maximum of the kept entries; all zeros when nothing is kept."""
+    row, keep = _floats(row), _keep(row, mask)
+    kept = [j for j, (x, k) in enumerate(zip(row, keep)) if k and x != NEG_INF]
+    if not kept:
+        return [0.0] * len(row)
+    best = kept[0]
+    for j in kept:
+        if row[j] > row[best]:
             best = j
     return [1.0 if j == best else 0.0 for j in range(len(row))]
 
 
-def rows_apply(row_fn, x, axis=-1, mask=None):
-    """Apply a one-row function to every 1-D slice of x along axis, by explicit loops.
-
-    Returns a nested list with x's shape (suitable for np.asarray); mask, if given,
-    must already have x's shape.
-    """
+def _slices(row_fn, x, axis, mask):
+    """(index of the slice without axis, row_fn of the slice) for every 1-D slice of x along
+    axis, by explicit loops; mask, if given, must already have x's shape."""
     import numpy as np  # only for shape bookkeeping, never for arithmetic
 
     x = np.asarray(x)
     axis = axis % x.ndim
-    out = np.empty(x.shape, dtype=np.float64)
     other = [n for i, n in enumerate(x.shape) if i != axis]
     for index in np.ndindex(*other):
-        full = list(index)
-        full.insert(axis, slice(None))
-        full = tuple(full)
+        full = (*index[:axis], slice(None), *index[axis:])
         row = [float(v) for v in x[full]]
         if mask is None:
-            result = row_fn(row)
+            yield index, row_fn(row)
         else:
-            result = row_fn(row, [bool(m) for m in np.asarray(mask)[full]])
-        for j, value in enumerate(result):
-            position = list(index)
-            position.insert(axis, j)
-            out[tuple(position)] = value
-    return out
+            yield index, row_fn(row, [bool(m) for m in np.asarray(mask)[full]])
 
 
-def reduce_rows(row_fn, x, axis=-1, mask=None):
-    """Like rows_apply for a function returning one number per slice (logsumexp)."""
+def rows_apply(row_fn, x, axis=-1, mask=None):
+    """Apply a one-row function to every 1-D slice of x along axis: an array of x's shape."""
     import numpy as np
 
     x = np.asarray(x)
     axis = axis % x.ndim
-    other = [n for i, n in enumerate(x.shape) if i != axis]
-    out = np.empty(other, dtype=np.float64)
-    for index in np.ndindex(*other):
-        full = list(index)
-        full.insert(axis, slice(None))
-        full = tuple(full)
-        row = [float(v) for v in x[full]]
-        if mask is None:
-            out[index] = row_fn(row)
-        else:
-            out[index] = row_fn(row, [bool(m) for m in np.asarray(mask)[full]])
+    out = np.empty(x.shape, dtype=np.float64)
+    for index, result in _slices(row_fn, x, axis, mask):
+        for j, value in enumerate(result):
+            out[(*index[:axis], j, *index[axis:])] = value
+    return out
+
+
+def reduce_rows(row_fn, x, axis=-1, mask=None):
+    """Like rows_apply for a function returning one number per slice (logsumexp): x's shape without axis."""
+    import numpy as np
+
+    x = np.asarray(x)
+    out = np.empty([n for i, n in enumerate(x.shape) if i != axis % x.ndim], dtype=np.float64)
+    for index, result in _slices(row_fn, x, axis, mask):
+        out[index] = result
     return out
 
 

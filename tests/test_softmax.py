@@ -415,3 +415,16 @@ def test_hardmax_is_a_vertex_at_the_first_max(dtype, data):
     assert out.dtype == dtype
     assert np.all(out.sum(axis=-1) == 1) and np.all((out == 0) | (out == 1))
     np.testing.assert_array_equal(out, ref.rows_apply(ref.hardmax_row, x))
+
+
+@given(dtype=dtypes, data=st.data())
+def test_masked_hardmax_rows(dtype, data):
+    """As sparsemax's mask: the first max of the kept scores, a fully masked row all zeros
+    (never NaN), and a -inf score the same as a masked one."""
+    x = data.draw(score_arrays(dtype))
+    mask = data.draw(hnp.arrays(np.bool_, x.shape))
+    out = ac.hardmax(x, mask=mask)
+    assert out.dtype == dtype and np.all(out[~mask] == 0)
+    np.testing.assert_array_equal(out.sum(axis=-1), mask.any(axis=-1))
+    np.testing.assert_array_equal(out, ref.rows_apply(ref.hardmax_row, x, mask=mask))
+    np.testing.assert_array_equal(ac.hardmax(np.where(mask, x, -np.inf).astype(dtype)), out)
