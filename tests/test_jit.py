@@ -339,6 +339,15 @@ def test_exp_of_very_negative_is_zero_or_denormal(dtype):
     assert np.isposinf(jit.exp(np.array([np.inf, 1e4], dtype))).all()
 
 
+def test_exp_of_float16_is_computed_in_float32():
+    """As flash_attention: float16 in, the float32 result rounded to float16 out."""
+    x = np.linspace(-20, 11, 1001).astype(np.float16)
+    for function in (jit.exp, jit.exp2):
+        result = function(x)
+        assert result.dtype == np.float16 and result.shape == x.shape
+        np.testing.assert_array_equal(result, function(x.astype(np.float32)).astype(np.float16))
+
+
 @pytest.mark.parametrize("dtype, tolerance", [(np.float32, 2.0e-7), (np.float64, 3e-16)])
 def test_exp2_relative_error(dtype, tolerance):
     """2^x against float64 (longdouble for float64) where the result is normal; 2^0 is exactly 1."""
@@ -359,7 +368,7 @@ def test_exp2_ends_of_the_range(dtype):
     x = np.array([-np.inf, -1e30, -(info.maxexp + 100), -(info.maxexp - 0.5)], dtype)
     assert np.all(jit.exp2(x) == 0)
     assert np.all(jit.exp2(np.array([info.maxexp, 1e30, np.inf], dtype)) == np.inf)
-    with pytest.raises(ValueError, match="x must be a float32 or float64 array"):
+    with pytest.raises(ValueError, match="^x must be a floating-point array"):
         jit.exp2(np.arange(3))
 
 
@@ -423,6 +432,23 @@ def test_tile_product_checks_shapes_before_the_kernel_reads(monkeypatch, a_shape
     monkeypatch.setattr(jit.introspection, "_products", lambda *args: pytest.fail("compiled code ran"))
     with pytest.raises(ValueError, match=match):
         jit.tile_product(np.ones(a_shape, np.float32), np.ones(b_shape, np.float32))
+
+
+@pytest.mark.parametrize("block_k", [16, 7])
+@pytest.mark.parametrize("cut", ["k rows", "k columns", "v columns"])
+def test_the_kernel_refuses_k_and_v_without_their_padding(block_k, cut):
+    """Review 4.3.2: the micro-kernels read whole mr-row tiles of k with no bound checks; the
+    padding that makes this safe (layout.py) is checked by _flash before any tile is read."""
+    x = np.ones((2, 21, 8), np.float32)
+    arguments, _, _ = jit.layout._prepare(x, x, x, False, None, block_k, None, None)
+    k, v = arguments.k, arguments.v
+    assert arguments.shape.mr in (4, 8, 16)  # 21 keys and 8 columns are never a whole number of tiles
+    short = {"k rows": dict(k=k[:, :21]), "k columns": dict(k=k[:, :, :7]), "v columns": dict(v=v[:, :, :7])}
+    short = {name: {key: np.ascontiguousarray(x) for key, x in cut.items()} for name, cut in short.items()}
+    cycles = jit.flash._cycle_counts(arguments)
+    assert not jit.flash._flash(*arguments, False, cycles)  # as laid out: runs
+    with pytest.raises(ValueError, match="k and v lack the padding of the key tiles"):
+        jit.flash._flash(*arguments._replace(**short[cut]), False, cycles)
 
 
 def test_without_avx_the_portable_path_runs_instead_of_aborting(tmp_path):
@@ -499,7 +525,7 @@ def test_bad_inputs_raise():
         jit.softmax(x, block_k=0)
     with pytest.raises(ValueError, match="^x must be finite or -inf, got nan"):
         jit.softmax(np.array([1.0, np.nan]))
-    with pytest.raises(ValueError, match="x must be a float32 or float64 array"):
+    with pytest.raises(ValueError, match="^x must be a floating-point array"):
         jit.exp(np.arange(3))
 
 

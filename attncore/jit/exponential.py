@@ -11,7 +11,8 @@ import numpy as np
 from numba import types
 from numba.extending import intrinsic, overload
 
-from .compiling import FASTMATH, _jit
+from .._checks import as_float_array
+from .compiling import FASTMATH, _compute_dtype, _jit
 
 LOG2E = 1 / math.log(2)
 LN2 = math.log(2)
@@ -127,22 +128,23 @@ def _exp2_into(x, out):
 
 
 def _elementwise(kernel, x):
-    x = np.asarray(x)
-    if x.dtype not in (np.float32, np.float64):
-        raise ValueError(f"x must be a float32 or float64 array, got dtype {x.dtype}")
-    flat = np.require(x, requirements="CW").reshape(-1)
+    """kernel over x in its compute dtype (float16 in float32, as flash_attention), back to x's dtype."""
+    x = as_float_array("x", x, check_finite=False)
+    flat = np.require(x, _compute_dtype(x.dtype), "CW").reshape(-1)
     out = np.empty_like(flat)
     kernel(flat, out)
-    return out.reshape(x.shape)
+    return out.reshape(x.shape).astype(x.dtype, copy=False)
 
 
 def exp(x):
-    """The vectorised exp of jit.softmax, for a float32 or float64 array: within 1 ulp, same shape and dtype."""
+    """The vectorised exp of jit.softmax, for a float array (float16 computed in float32):
+    within 1 ulp of float32 or float64, same shape and dtype."""
     return _elementwise(_exp_into, x)
 
 
 def exp2(x):
-    """The attention kernel's vectorised 2^x of a float32 or float64 array, same shape and dtype.
+    """The attention kernel's vectorised 2^x of a float array (float16 computed in float32),
+    same shape and dtype.
 
     Relative error below 2e-7 (float32) or 3e-16 (float64) where the result is normal;
     results below the normal range are 0, 2^-inf = 0, 2^x overflows to inf.

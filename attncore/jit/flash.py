@@ -55,7 +55,8 @@ def _flash_block(queries, k, v, q0, q1, outputs, lses, settings, shape, profilin
 
     The block is cut into panels of nr queries; each key tile visits every panel that
     sees one of its keys, so the tile is read from memory once per block. k (T, d) holds
-    settings.t_k keys, zero-padded so that every tile's rows round up to mr (layout.py);
+    settings.t_k keys, zero-padded so that every tile's rows round up to mr (layout.py; _flash
+    checks it: _check_padding);
     v (T, d_vp) has d_vp a multiple of mr. Scores are in log2 units (settings.scale holds
     log2 e). settings: a _Settings record; shape: the TileShape of the micro-kernel.
     """
@@ -168,6 +169,21 @@ def _share_sum_of_differences(x, part, parts):
     return _sum_of_differences(flat[part * size:(part + 1) * size])
 
 
+@_jit
+def _check_padding(q, k, v, settings, shape):
+    """Raise unless k and v carry the padding that _flash_block's tiles read (layout.py pads them).
+
+    A key tile from k0 reads rows k0 .. k0 + round_up(n, mr) - 1 of k, where n <= block_k
+    keys are left (the last tile reaches furthest), the q . k products read d_k columns of k,
+    and V^T P reads v in column groups of mr: the micro-kernels check no bound themselves.
+    """
+    mr, t_k, block_k = _tile_rows(shape), settings.t_k, settings.block_k
+    last = max(t_k - 1, 0) // block_k * block_k  # where the last key tile starts
+    if (k.shape[1] < last + _round_up(t_k - last, mr) or k.shape[2] < q.shape[2] or v.shape[1] < t_k
+            or v.shape[2] % mr != 0):
+        raise ValueError("attncore.jit: k and v lack the padding of the key tiles (layout.py)")
+
+
 @_parallel_jit
 def _flash(q, k, v, indices, starts, out, lse, settings, shape, narrow, profiling, cycles):
     """Tasks (batch entry, query block) from a shared counter: the _KernelArgs of layout.py.
@@ -183,7 +199,9 @@ def _flash(q, k, v, indices, starts, out, lse, settings, shape, narrow, profilin
     panel that is mostly padding.
     Each thread first sums x - x over its share of q, k and v: returns True if an entry is
     NaN or +-inf (then the results are not to be used).
+    Raises ValueError, once per call, if k and v are not padded as the tiles read them.
     """
+    _check_padding(q, k, v, settings, shape)
     q_index, k_index, v_index = indices
     causal, threads = settings.causal, settings.threads
     n_batch, n_blocks = q_index.shape[0], starts.size - 1
