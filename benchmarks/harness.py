@@ -13,7 +13,9 @@ theoretical (cores x FMA pipes x lanes x 2 x clock) and measured (single-thread 
 rate per core x cores, timed beside each size); bandwidth of a large copy on one core
 and on all of them, for the sloped roof.
 The CPU peers (attncore.bench.peers, `pip install -e ".[bench-peers]"`): PyTorch SDPA, ONNX
-Runtime, OpenVINO in float32 and in its default precision, JAX, each in its fast-path layout,
+Runtime, OpenVINO in float32 and in its default precision, JAX, each in its fast-path layout;
+and jit's own bfloat16 products (precision="bf16", vdpbf16ps where the CPU has it, and
+"bf16_emulated"), timed like a peer, so their row is bf16 time / float32 time;
 checked against float64 before it is timed; a peer that is missing or errs beyond its bound is
 a row with the reason. Every timed call comes after a pause (--pause) that lets the previous
 call's thread pools go idle; peer/jit is the median over the rounds of the ratio within a round.
@@ -102,7 +104,8 @@ RATIO_COLUMNS = [
 
 
 PEER_TITLES = {"torch": "torch SDPA", "onnxruntime": "ONNX Runtime", "openvino_f32": "OpenVINO f32",
-               "openvino_default": "OpenVINO default", "jax": "JAX"}
+               "openvino_default": "OpenVINO default", "jax": "JAX", "jit_bf16": "jit bf16",
+               "jit_bf16_emulated": "jit bf16 emulated"}
 
 
 def peer_table(results):

@@ -325,10 +325,16 @@ class Jax(Peer):
 
 
 class JitFlash(Peer):
-    """attncore.jit.flash_attention. Grouped-query heads: called with H_q != H_kv directly when
-    it accepts them; otherwise with the kv heads repeated G times (np.repeat before timing), and
-    the details say so: it then reads G times the bytes of K and V."""
-    name, modules = "jit", ("numba",)
+    """attncore.jit.flash_attention at one precision ("f32", or "bf16" / "bf16_emulated": the
+    bfloat16 products, timed against the float32 path like any peer). Grouped-query heads:
+    called with H_q != H_kv directly when it accepts them; otherwise with the kv heads repeated
+    G times (np.repeat before timing), and the details say so: it then reads G times the bytes
+    of K and V."""
+    modules = ("numba",)
+
+    def __init__(self, name="jit", jit_precision="f32"):
+        self.name, self.jit_precision = name, jit_precision
+        self.precision = "float32" if jit_precision == "f32" else "bfloat16"
 
     def prepare(self, q, k, v, causal, threads):
         import numba
@@ -337,7 +343,10 @@ class JitFlash(Peer):
 
         numba.set_num_threads(threads)
         kwargs = {"causal": causal} if causal else {}
-        details = {"backend": "attncore.jit.flash_attention", "layout": "(B, H, T, d)", "threads": threads}
+        if self.jit_precision != "f32":
+            kwargs["precision"] = self.jit_precision
+        details = {"backend": "attncore.jit.flash_attention", "layout": "(B, H, T, d)", "threads": threads,
+                   "precision": self.jit_precision}
         g = q.shape[1] // k.shape[1]
         if g > 1:
             try:
@@ -356,5 +365,9 @@ class JitFlash(Peer):
 
 PEERS = {peer.name: peer for peer in (
     JitFlash(), TorchSDPA(), OnnxRuntime(), OpenVINO("openvino_f32", "f32"), OpenVINO("openvino_default", None), Jax(),
+    JitFlash("jit_bf16", "bf16"), JitFlash("jit_bf16_emulated", "bf16_emulated"),
 )}
-PEER_NAMES = ("torch", "onnxruntime", "openvino_f32", "openvino_default", "jax")  # the yardsticks of jit
+# The yardsticks of jit (float32): every row of a peer table is one of these over jit's time.
+# The bfloat16 paths of jit are timed the same way, so that their row reads as the float32
+# path's speed-up: jit time / bf16 time = 1 / ratio.
+PEER_NAMES = ("torch", "onnxruntime", "openvino_f32", "openvino_default", "jax", "jit_bf16", "jit_bf16_emulated")
