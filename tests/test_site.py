@@ -17,8 +17,11 @@ import tomllib
 from pathlib import Path
 from urllib.parse import urljoin, urlparse
 
+import nbformat
 import pytest
 import yaml
+
+from .test_notebooks import MYST, prose  # what a notebook's Markdown must not contain
 
 ROOT = Path(__file__).resolve().parents[1]
 SITE = Path(os.environ.get("SITE_DIR") or ROOT / "_build" / "html").resolve()
@@ -49,6 +52,22 @@ PAGES = [path for path in ALL_PAGES if path not in REDIRECTS]
 def test_site_was_built():
     assert (SITE / "index.html").is_file(), f"no site at {SITE}: run `make book` (make test does)"
     assert len(PAGES) > 1
+
+
+def toc_files(entry):
+    """Every file the table of contents (_toc.yml) names, at any depth."""
+    if isinstance(entry, list):
+        return [file for item in entry for file in toc_files(item)]
+    return [entry[key] for key in ("root", "file") if key in entry] + [
+        file for key in ("parts", "chapters", "sections") for file in toc_files(entry.get(key, []))]
+
+
+def test_every_page_of_the_table_of_contents_is_tested():
+    """The tests below run on every page of the build: a page of _toc.yml that the build
+    did not write (a stale SITE_DIR) would go untested."""
+    toc = yaml.safe_load((ROOT / "_toc.yml").read_text())
+    missing = [f for f in toc_files(toc) if f + ".html" not in PAGES]
+    assert missing == [], f"pages of _toc.yml missing from the site at {SITE}: {missing} (rebuild it)"
 
 
 @pytest.mark.parametrize("path", sorted(REDIRECTS))
@@ -177,6 +196,24 @@ def test_search_finds_softmax(page, base_url):
     assert page.foreign_requests == [] and page.console_errors == []
 
 
+# Pages whose text (role="main") has a formula near the word searched for, so that the
+# quotes of the results would show TeX without book/_static/search_math.js.
+SEARCH_WITH_FORMULAS = "simplex"
+
+
+def test_search_results_quote_formulas_as_text(page, base_url):
+    load(page, base_url + f"search.html?q={SEARCH_WITH_FORMULAS}")
+    page.wait_for_function("document.querySelector('#search-results > p')?.textContent.includes('found')")
+    page.wait_for_function("""() => { const items = document.querySelectorAll('ul.search li');
+        return items.length && [...items].every(i => i.querySelector('p.context')); }""")
+    quotes = page.locator("ul.search li p.context").all_inner_texts()
+    assert any(re.search(r"[\u0370-\u03ff\u2200-\u22ff\u211d]", q) for q in quotes), (
+        f"no quote for {SEARCH_WITH_FORMULAS!r} has a formula in it: pick another word", quotes[:3])
+    raw = [q for q in quotes if re.search(r"\\[()\[\]]|\\[a-zA-Z]+|\$", q)]
+    assert raw == [], f"search results quote raw TeX: {raw[:3]}"
+    assert page.console_errors == []
+
+
 @pytest.mark.parametrize("path", [p for p in PAGES if p.startswith("book/")])
 def test_launch_buttons_open_the_paired_notebook(path):
     html = (SITE / path).read_text()
@@ -186,6 +223,27 @@ def test_launch_buttons_open_the_paired_notebook(path):
         assert links, f"no {service} launch link on {path}"
         assert all(l.split('"')[0].endswith("/" + notebook) for l in links), links
         assert (ROOT / notebook).is_file()
+
+
+@pytest.mark.parametrize("path", [p for p in PAGES if p.startswith("book/")])
+def test_download_button_gives_the_notebook_the_launch_buttons_open(page, base_url, path):
+    """The download menu's ".ipynb" is the paired notebook (book/_ext/download_notebooks.py):
+    the install cell first and plain Markdown, not the build's executed MyST copy."""
+    load(page, base_url + path)
+    link = page.locator("a.btn-download-notebook-button")
+    assert link.count() == 1, f"no .ipynb in the download menu of {path}"
+    download = page.request.get(link.evaluate("a => a.href"))
+    assert download.ok, download.status
+    notebook = nbformat.reads(download.text(), as_version=4)
+    first = notebook.cells[0]
+    assert first.cell_type == "code" and "launch-install" in first.metadata.get("tags", []), (
+        f"{path}: the downloaded notebook does not start with the install cell")
+    myst = [f"cell {i}: {name}" for i, cell in enumerate(notebook.cells) if cell.cell_type == "markdown"
+            for name, pattern in MYST.items() if pattern.search(prose(cell.source))]
+    assert myst == [], f"{path}: the downloaded notebook has MyST a reader would see raw: {myst[:5]}"
+    paired = nbformat.read(ROOT / (path.removesuffix(".html") + ".ipynb"), as_version=4)
+    assert [c.source for c in notebook.cells] == [c.source for c in paired.cells], (
+        f"{path}: the download is not the notebook the launch buttons open")
 
 
 # True when some element matching the selector is on screen and is what a tap at its
