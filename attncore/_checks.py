@@ -112,7 +112,8 @@ def resolve_scale(scale: float | None, d_k: int) -> float:
     if scale is None:
         return 1.0 / np.sqrt(d_k)
     value = scale[()] if isinstance(scale, np.ndarray) and scale.ndim == 0 else scale  # 0-d: the scalar inside
-    if isinstance(value, (bool, np.bool_)) or not (isinstance(value, numbers.Real) and np.isfinite(value) and value > 0):
+    positive = isinstance(value, numbers.Real) and np.isfinite(value) and value > 0
+    if isinstance(value, (bool, np.bool_)) or not positive:
         raise ValueError(f"scale must be a positive finite number, got {scale!r}")
     return float(value)
 

@@ -15,8 +15,8 @@ from typing import Callable
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from ._checks import Prepared  # noqa: F401 (the front door's result, beside prepare_attention)
 from ._checks import FloatArray, causal_allowed, kv_groups, positive_int, prepare_attention, scores
+from ._checks import Prepared as Prepared  # re-exported: the front door's result, beside prepare_attention
 from .softmax import _masked_softmax
 
 FeatureMapLike = Callable[[FloatArray], FloatArray]  # phi: (..., d) -> (..., r)

@@ -19,9 +19,19 @@ from typing import NamedTuple
 import numpy as np
 from numpy.typing import ArrayLike, DTypeLike
 
-from ._checks import (Causal, FloatArray, Prepared, as_float_array, causal_allowed, finite_or_zero, positive_int,
-                      prepare_attention, scores, value_headroom)
-from ._checks import causal_offset  # noqa: F401 (attncore.flash.causal_offset, as before the front door)
+from ._checks import (
+    Causal,
+    FloatArray,
+    Prepared,
+    as_float_array,
+    causal_allowed,
+    finite_or_zero,
+    positive_int,
+    prepare_attention,
+    scores,
+    value_headroom,
+)
+from ._checks import causal_offset as causal_offset  # re-exported: attncore.flash's name before the front door
 
 
 class PartialSoftmax(NamedTuple):

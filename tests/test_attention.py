@@ -93,7 +93,8 @@ CASES = {
     "batched-heads": ((2, 3, 5, 4), (2, 3, 5, 4), (2, 3, 5, 6), lambda: masks.causal(5)),
     "leading-broadcast": ((2, 3, 5, 4), (3, 6, 4), (1, 1, 6, 2), None),
     "kv-shared-across-batch": ((4, 5, 4), (6, 4), (6, 3), lambda: masks.key_padding([6, 2, 0, 4], 6)),
-    "per-head-mask": ((2, 4, 4), (2, 4, 4), (2, 4, 4), lambda: masks.sliding_window(4, 2)[None] & np.array([True, False])[:, None, None]),
+    "per-head-mask": ((2, 4, 4), (2, 4, 4), (2, 4, 4),
+                      lambda: masks.sliding_window(4, 2)[None] & np.array([True, False])[:, None, None]),
 }
 
 
@@ -304,7 +305,8 @@ def test_output_is_a_convex_combination_of_value_rows(problem):
     # output == weights @ v, summed here in float64 loops from the returned weights;
     # out_ic is a t_k-term float sum: error <= t_k eps max|v| (x4 for the matmul's blocking),
     # plus, for products that land among the subnormals, half the smallest subnormal each
-    by_hand = np.array([[sum(float(w[i, j]) * float(v[j, c]) for j in range(n)) for c in range(v.shape[1])] for i in range(q.shape[0])])
+    by_hand = np.array([[sum(float(w[i, j]) * float(v[j, c]) for j in range(n)) for c in range(v.shape[1])]
+                        for i in range(q.shape[0])])
     vmax = float(np.abs(v).max())
     atol = 4 * n * ref.eps(q.dtype) * vmax + n * float(np.finfo(q.dtype).smallest_subnormal)
     _close(out, by_hand, atol)
@@ -391,7 +393,8 @@ def test_kv_cache_bytes_counts_keys_and_values_of_every_layer_head_and_token():
     # A Llama-2-7B-like cache: 32 layers, 32 kv heads of 128, 4096 tokens, fp16 -> 2 GiB
     assert ac.kv_cache_bytes(32, 32, 128, 4096, batch=1, bytes_per_value=2) == 2 * 2**30
     # loop over every stored number: 2 tensors per layer, each (batch, heads, tokens, dim)
-    count = sum(1 for _ in range(2) for _ in range(3) for _ in range(2) for _ in range(5) for _ in range(4) for _ in range(7))
+    count = sum(1 for _ in range(2) for _ in range(3) for _ in range(2) for _ in range(5) for _ in range(4)
+                for _ in range(7))
     assert ac.kv_cache_bytes(3, 2, 7, 4, batch=5, bytes_per_value=1) == count
     assert ac.kv_cache_bytes(3, 2, 7, 4, batch=5, bytes_per_value=4) == 4 * count
     with pytest.raises(ValueError, match="n_kv_heads must be an integer >= 1, got 0"):

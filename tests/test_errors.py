@@ -140,7 +140,7 @@ def test_integer_inputs(which, int_dtype):
     arrays[which] = arrays[which].astype(int_dtype)
     shape = arrays[which].shape
     match = rf"{which} must be a floating-point array.*got dtype {np.dtype(int_dtype)} with shape {_shape(shape)}"
-    for name, call in CALLERS.items():
+    for call in CALLERS.values():
         with pytest.raises(ValueError, match=match):
             call(**arrays)
 
@@ -162,7 +162,7 @@ def test_nan_or_inf_in_q_k_v(which, bad):
     arrays[which][0, 2, 1] = bad
     shape = arrays[which].shape
     match = rf"{which} must be finite, got {re.escape(str(bad))} at index \(0, 2, 1\) \(array shape {_shape(shape)}\)"
-    for name, call in CALLERS.items():
+    for call in CALLERS.values():
         with pytest.raises(ValueError, match=match):
             call(**arrays)
 
@@ -170,8 +170,9 @@ def test_nan_or_inf_in_q_k_v(which, bad):
 def test_nan_or_inf_in_scores():
     x = _z(2, 3)
     x[0, 1] = np.nan
+    match = r"x must be (finite|finite or -inf), got nan at index \(0, 1\) \(array shape \(2, 3\)\)"
     for fn in (ac.softmax, ac.log_softmax, ac.logsumexp, ac.sparsemax, ac.hardmax, ac.softmax_one):
-        with pytest.raises(ValueError, match=r"x must be (finite|finite or -inf), got nan at index \(0, 1\) \(array shape \(2, 3\)\)"):
+        with pytest.raises(ValueError, match=match):
             fn(x)
     x[0, 1] = np.inf  # +inf is never a valid score
     with pytest.raises(ValueError, match=r"x must be finite or -inf, got inf at index \(0, 1\)"):
@@ -251,7 +252,8 @@ def test_lse_and_q_k_with_batch_dimensions_that_do_not_broadcast():
              r"must broadcast with theirs, \(2,\); .* returns lse of shape \(2, 3\)")
     with pytest.raises(ValueError, match=match):
         ac.weights_from_lse(_z(2, 3, 4), _z(2, 5, 4), _z(3, 3))
-    with pytest.raises(ValueError, match=r"leading \(batch, head\) dimensions must broadcast, got q \(2, 3, 4\), k \(3, 5, 4\)"):
+    match = r"leading \(batch, head\) dimensions must broadcast, got q \(2, 3, 4\), k \(3, 5, 4\)"
+    with pytest.raises(ValueError, match=match):
         ac.weights_from_lse(_z(2, 3, 4), _z(3, 5, 4), _z(2, 3))
     # lse broadcast over q and k (v had a batch axis they lack) still works
     assert ac.weights_from_lse(_z(3, 4), _z(5, 4), _z(2, 3)).shape == (2, 3, 5)
@@ -269,7 +271,8 @@ def test_rectangular_causal_without_align():
 
 @pytest.mark.parametrize("align", ["top-left", "bottom", "", "BOTTOM_RIGHT"])
 def test_bad_align(align):
-    with pytest.raises(ValueError, match=rf"align must be one of \('top_left', 'bottom_right'\), got {re.escape(repr(align))}"):
+    match = rf"align must be one of \('top_left', 'bottom_right'\), got {re.escape(repr(align))}"
+    with pytest.raises(ValueError, match=match):
         masks.causal(3, 5, align=align)
     with pytest.raises(ValueError, match=r"align must be one of"):
         masks.causal(4, align=align)  # even when the square shape needs no alignment
@@ -303,7 +306,8 @@ def test_key_padding_lengths_with_bad_shape_or_dtype(lengths, desc):
         (lambda: masks.sliding_window(0, 2), r"t must be an integer >= 1, got 0"),
         (lambda: masks.sink_window(4, -1, 2), r"n_sink must be an integer >= 0, got -1"),
         (lambda: masks.sink_window(4, 1, 0), r"window must be an integer >= 1, got 0"),
-        (lambda: masks.block_diagonal(np.array([0.0, 1.0])), r"segment_ids must be an integer array .*got dtype float64 with shape \(2,\)"),
+        (lambda: masks.block_diagonal(np.array([0.0, 1.0])),
+         r"segment_ids must be an integer array .*got dtype float64 with shape \(2,\)"),
         (lambda: masks.block_diagonal(np.array(3)), r"segment_ids must be an integer array .*shape \(\)"),
     ],
 )

@@ -80,8 +80,8 @@ except ImportError as error:
 
 from .bf16 import PRECISIONS
 from .compiling import FASTMATH
-from .exponential import EXP2_COEFFICIENTS, LN2, LOG2E, exp, exp2, exp2_scalar, exp_scalar
 from .decode import decode_attention, default_splits
+from .exponential import EXP2_COEFFICIENTS, LN2, LOG2E, exp, exp2, exp2_scalar, exp_scalar
 from .flash import PHASES, flash_attention
 from .introspection import kernel_info, profile, tile_product
 from .isa import ENV_PATH, PATHS, TileShape, host_features, host_path

@@ -37,11 +37,11 @@ from numba import prange
 
 from .._checks import check_qkv, positive_int, prepare_attention, value_headroom
 from .compiling import _compute_dtype, _jit, _parallel_jit
+from .decode_microkernels import ROWS, _accumulate_block, _block_sizes, _scores_block, fits
 from .exponential import LN2, LOG2E, _exp2
 from .flash import _share_sum_of_differences, _take_next
 from .isa import PATHS, _resolve_path, _tile_cols, _tile_rows
 from .layout import _batch_index, _check_scores, _flatten, _round_up
-from .decode_microkernels import ROWS, _accumulate_block, _block_sizes, _scores_block, fits
 from .microkernels import PRODUCT_MAX, PRODUCT_RESCALE, PRODUCT_ZERO, _max_in_product, _softmax_tile, _tile_product
 from .schedule import BLOCK_K
 

@@ -17,9 +17,9 @@ from numba.extending import intrinsic, overload
 from .._checks import check_qkv
 from .compiling import FASTMATH, _jit, _parallel_jit
 from .exponential import LN2
+from .flash_bf16 import _flash_block_bf16
 from .isa import _tile_cols, _tile_rows
 from .layout import _prepare, _round_up
-from .flash_bf16 import _flash_block_bf16
 from .microkernels import PRODUCT_MAX, PRODUCT_RESCALE, PRODUCT_ZERO, _max_in_product, _softmax_tile, _tile_product
 from .schedule import BLOCK_K
 

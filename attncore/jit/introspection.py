@@ -18,6 +18,7 @@ from .layout import _prepare, _round_up
 from .microkernels import PRODUCT_ZERO, _tile_product
 from .schedule import BLOCK_K
 
+
 def profile(q, k, v, *, causal=False, block_q=None, block_k=BLOCK_K, scale=None, path=None):
     """Where flash_attention's time goes: {phase: share of the cycles of all tasks}.
 

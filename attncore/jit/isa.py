@@ -17,6 +17,7 @@ import warnings
 from numba import types
 from numba.extending import NativeValue, models, overload, register_model, typeof_impl, unbox
 
+
 class TileShape:
     """The shape of the tile-product micro-kernel for one kind of CPU.
 
@@ -43,7 +44,7 @@ class TileShape:
         when they fit in one vector (the plain loops keep their width)."""
         return self if self.loops else TileShape(self.name, self.bits, self.mr, 1, self.fma, bf16=self.bf16)
 
-    @functools.lru_cache(maxsize=None)
+    @functools.lru_cache(maxsize=None)  # noqa: B019 (a handful of TileShapes, kept for the process anyway)
     def with_bf16(self, bf16):
         """This micro-kernel with bfloat16 products (bf16 "emulated" or "native"), or float32 (None)."""
         if bf16 == self.bf16:

@@ -11,6 +11,7 @@ from .._checks import as_float_array, positive_int, require_ndim
 from .compiling import FASTMATH, _compute_dtype
 from .exponential import _exp
 
+
 @numba.njit(cache=True, fastmath=FASTMATH | {"reassoc"}, parallel=True)
 def _softmax(x, block_k, out):
     """Rows of x (rows, n): one pass for the running max m and sum l, one to normalise.

@@ -14,6 +14,7 @@ from numba.core import cgutils
 from .exponential import EXP2_COEFFICIENTS
 from .isa import host_features
 
+
 class _VectorIR:
     """LLVM vector IR for one dtype and TileShape: loads, stores, fma, and exp2 of a vector."""
 
