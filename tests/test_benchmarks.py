@@ -82,3 +82,37 @@ def test_published_results_meet_their_own_description():
     for t in pub["ratios"]:
         assert t["jit_vs_torch_full"] and t["jit_vs_torch_causal"] and t["jit_vs_naive_full"]
     assert all(r["max_error"] < 1e-5 for r in pub["rows"] if r.get("max_error") is not None)
+
+
+def test_the_add_chain_runs_every_add_and_gives_a_clock():
+    """The chain's result proves that its adds ran (no optimiser folded them); the clock is
+    only checked to be a clock, not timed against anything."""
+    from attncore.bench import clock
+
+    chain = clock._add_chain()
+    if chain is None:
+        pytest.skip("no add chain for this architecture")
+    assert chain(10, 7) == 7 + 10 * clock.ADDS_PER_STEP * 7
+    measured = clock.measured_clock(threads=2, adds=10**7, repeats=2)
+    assert measured["threads"] == 2 and len(measured["runs_ghz"]) == 2 and 0.1 < measured["ghz"] < 10
+    theory = {"cores": 2, "fma_pipes": 2, "lanes": 16}
+    assert clock.peak_at(theory, 2.5) == 2 * 2 * 16 * 2 * 2.5
+
+
+def test_perf_output_is_read_and_a_missing_counter_is_never_a_count(monkeypatch):
+    from attncore.bench import clock
+
+    text = "<not supported>,,cycles,0,100.00,,\n12345,,instructions:u,1000,100.00,,\n\n# comment\n"
+    assert clock.parse_perf_stat(text) == {"cycles": None, "instructions": 12345.0}
+    monkeypatch.setattr(clock.shutil, "which", lambda name: None)
+    assert clock.perf_counters() == {"available": False, "reason": "perf is not installed", "counts": None}
+    assert clock.cycles_per_add() is None
+
+
+def test_thread_scaling_pairs_the_rounds():
+    calls = []
+    scaling = timing.thread_scaling(lambda n: (lambda: calls.append(n)), counts=(1, 2), repeats=3, pause=0)
+    assert calls.count(1) == calls.count(2) == 6          # each timed call after an untimed one
+    assert set(scaling["seconds"]) == {1, 2} and scaling["speedup"][1] == 1.0
+    per_core = bench.machine.threads_per_core()
+    assert per_core is None or per_core >= 1

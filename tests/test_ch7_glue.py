@@ -340,3 +340,100 @@ def test_compared_as():
     assert story.compared_as(110, 100) == "faster than"
     assert story.compared_as(90, 100) == "slower than"
     assert story.compared_as(101, 100) == "about as fast as"
+
+
+# ------------------------------------------------------------------ the clock, the threads, the counters, bf16
+
+def _with_clock(results, ghz):
+    out = copy.deepcopy(results)
+    out["peak"]["measured_clock"] = {"ghz": ghz, "threads": 2}
+    return out
+
+
+@pytest.mark.parametrize("run_name", list(RUNS))
+@pytest.mark.parametrize("ghz", [None, 2.0, 3.3, 9.0])
+def test_a_peak_exceeded_is_explained_by_the_clock_measured_or_not(run_name, ghz):
+    """N10d: the branch where a point beats the theoretical peak names the reported clock, and
+    the measured one only where the run measured it; whether the points stay under the peak at
+    the measured clock is what the numbers say."""
+    results = RUNS[run_name]() if ghz is None else _with_clock(RUNS[run_name](), ghz)
+    ceilings = story.roofs(results)
+    points = story.roofline_points(results, JIT_INTENSITY)
+    text = story.roofline_sentence(ceilings, points, "the run")
+    _plain("roofline", text)
+    if not any(rate > ceilings["theoretical"] for _, _, rate in points):
+        assert "GHz" not in text
+        return
+    assert f"{ceilings['clock_ghz']:.2f} GHz the system reports" in text
+    if ghz is None:
+        assert "did not measure the clock" in text and "measured 2" not in text
+    else:
+        at_clock = ceilings["theoretical_at_measured_clock"]
+        assert at_clock == pytest.approx(ceilings["theoretical"] * ghz / ceilings["clock_ghz"])
+        assert f"measured {ghz:.2f} GHz, where it gives {at_clock:.0f} GFLOP/s" in text
+        beyond = [n for n, _, rate in points if rate > at_clock]
+        assert ("as well" in text) == bool(beyond) and ("above every point" in text) == (not beyond)
+
+
+THEORY = {"cores": 2, "fma_pipes": 2, "lanes": 16, "clock_ghz": 2.6, "gflops": 332.8}
+
+
+@pytest.mark.parametrize("one, every", [(3.35, 3.27), (2.0, 1.9), (2.61, 2.59)])
+def test_clock_sentence_follows_the_measured_clock(one, every):
+    clock = lambda ghz: {"ghz": ghz, "adds": 2 * 10**8}
+    text = story.clock_sentence(clock(one), clock(every), THEORY)
+    _plain("clock_story", text)
+    assert f"{one:.2f} GHz on one core and {every:.2f} GHz" in text and "2.60 GHz the system reports" in text
+    assert f"cores ran {story.compared_as(every, 2.6)} the reported clock" in text
+    assert f"gives {2 * 2 * 16 * 2 * every:.0f} GFLOP/s instead of 333" in text
+    assert "could not measure" in story.clock_sentence(None, None, THEORY)
+
+
+@pytest.mark.parametrize("speedups", [{"the kernel": 1.95, "a copy": 1.85}, {"the kernel": 1.2, "a copy": 1.05},
+                                      {"the kernel": 1.5, "one BLAS product": 1.9, "a copy": 1.1}])
+@pytest.mark.parametrize("per_core", [1, 2, None])
+def test_scaling_sentence_follows_the_speedups(speedups, per_core):
+    text = story.scaling_sentence(speedups, 2, per_core)
+    _plain("scaling_story", text)
+    for name, s in speedups.items():
+        assert f"{name} {s:.2f} times" in text
+    near = {n for n, s in speedups.items() if s >= 1.8}
+    assert ("Each came within 10%" in text) == (near == set(speedups))
+    assert ("Not one came within 10%" in text) == (not near)
+    if near and near != set(speedups):
+        said_near, said_far = text.split(". ")[1].split(" came within 10% of the 2 times that 2 idle, equal cores give; ")
+        assert all(n.lower() in said_near.lower() for n in near) and all(n in said_far for n in set(speedups) - near)
+    assert ("one thread per core" in text) == (per_core == 1) and ("2 threads per core" in text) == (per_core == 2)
+
+
+def test_perf_sentence_prints_only_what_was_counted():
+    missing = {"available": False, "reason": "perf stat reports cycles as not supported", "counts": None}
+    text = story.perf_sentence(missing)
+    _plain("perf_story", text)
+    assert "prints no counted cycles" in text and not re.search(r"\d", text)
+    assert story.perf_sentence({"available": True, "reason": "", "counts": {}}).endswith("counters.")
+    for cpa, agrees in ((1.01, True), (1.5, False)):
+        text = story.perf_sentence({"available": True, "reason": "", "counts": {}}, cpa)
+        assert f"{cpa:.2f} cycles per add" in text and ("as assumed" in text) == agrees
+
+
+@pytest.mark.parametrize("bf16, emulated", [(0.55, 0.95), (1.0, 1.0), (1.3, 0.7)])
+@pytest.mark.parametrize("native", [True, False])
+def test_bf16_sentence_follows_the_paired_ratios(bf16, emulated, native):
+    text = story.bf16_sentence(bf16, emulated, native)
+    _plain("bf16_story", text)
+    assert f"kernel ran {story.speed_word(bf16)}" in text and "fast than" not in text
+    assert ("vdpbf16ps," in text) == native and ("emulated in float32, it ran" in text) == native
+    if native:
+        assert f"it ran {story.speed_word(emulated)}" in text
+
+
+def test_isa_and_packing_sentences():
+    flags = {"amx_tile": True, "amx_bf16": True, "avx512_bf16": True}
+    assert "has AMX" in story.isa_sentence(flags) and "vdpbf16ps" in story.isa_sentence(flags)
+    assert "no AMX" in story.isa_sentence({"avx512_bf16": True})
+    assert "neither AMX" in story.isa_sentence({})
+    text = story.packing_sentence(0.8, 0.7)
+    _plain("packing_story", text)
+    assert "1.25 times as fast" in text and "70%" in text and f"at most {1 / (0.3 + 0.56):.2f} times" in text
+    assert "no measured gap" in story.packing_sentence(1.05, 0.7)

@@ -40,13 +40,29 @@ def cores():
 
 def clock_ghz():
     """The highest clock the system reports (cpufreq's maximum, else /proc/cpuinfo's MHz).
-    A virtual machine often reports only its nominal clock; turbo may run faster."""
+    A virtual machine often reports only its nominal clock; turbo may run faster: the clock
+    the cores run at is measured by bench.clock.measured_clock."""
     try:
         with open("/sys/devices/system/cpu/cpu0/cpufreq/cpuinfo_max_freq") as f:
             return int(f.read()) / 1e6
     except (OSError, ValueError):
         mhz = [float(x) for x in _field("cpu MHz")]
         return max(mhz) / 1e3 if mhz else None
+
+
+def threads_per_core():
+    """Hardware threads per core that the system shows for CPU 0 (its SMT siblings), or None.
+    A virtual machine shows what its hypervisor chooses to, not the host's topology."""
+    try:
+        with open("/sys/devices/system/cpu/cpu0/topology/thread_siblings_list") as f:
+            text = f.read().strip()
+    except OSError:
+        return None
+    count = 0
+    for part in text.split(","):
+        low, _, high = part.partition("-")
+        count += int(high or low) - int(low) + 1
+    return count
 
 
 def theoretical_peak():

@@ -28,6 +28,12 @@ def compared_by_size(ratios):
     return f"{'; '.join(named)}; {most} at the other sizes"
 
 
+def _names_plain(items):
+    """Items joined with 'and', the first letter raised (a sentence's start)."""
+    text = _and(items)
+    return text[:1].upper() + text[1:]
+
+
 def _and(items):
     items = list(items)
     return items[0] if len(items) == 1 else f"{', '.join(items[:-1])} and {items[-1]}"
@@ -40,19 +46,21 @@ NAMES = {"naive": "careful NumPy", "textbook": "textbook NumPy", "numpy_flash": 
 
 
 def _names(keys):
-    text = _and([NAMES.get(k, k) for k in keys])
-    return text[:1].upper() + text[1:]
+    return _names_plain([NAMES.get(k, k) for k in keys])
 
 
 def roofs(results):
     """The ceilings a results file carries for its own machine, for the cores it used and per
     core: {"cores", "clock_ghz", "theoretical", "theoretical_per_core", "measured",
-    "measured_per_core", "bandwidth", "bandwidth_per_core"} in GFLOP/s and GB/s. A quantity
-    the run did not measure is None (older runs measured no bandwidth): nothing is guessed."""
+    "measured_per_core", "bandwidth", "bandwidth_per_core", "measured_clock_ghz",
+    "theoretical_at_measured_clock"} in GFLOP/s, GB/s and GHz (the clock of bench.clock, all cores
+    busy). A quantity the run did not measure is None (older runs measured no bandwidth and no
+    clock): nothing is guessed."""
     peak = results["peak"]
     theory = peak["theoretical"]
     cores = theory["cores"]
     bandwidth = peak.get("bandwidth") or {}
+    clock = (peak.get("measured_clock") or {}).get("ghz")
     return {
         "cores": cores,
         "clock_ghz": theory.get("clock_ghz"),
@@ -62,6 +70,9 @@ def roofs(results):
         "measured_per_core": peak.get("sgemm_1t_gflops"),
         "bandwidth": bandwidth.get("all_cores_gbs"),
         "bandwidth_per_core": bandwidth.get("per_core_gbs"),
+        "measured_clock_ghz": clock,
+        "theoretical_at_measured_clock": theory["gflops"] * clock / theory["clock_ghz"]
+        if clock and theory.get("gflops") and theory.get("clock_ghz") else None,
     }
 
 
@@ -108,16 +119,30 @@ def roofline_sentence(ceilings, points, where):
                         "on the compute side." if memory else "every point lies on the compute side of it."))
     if above:
         parts.append(f"{_names(above)} ran faster than the higher of the two peaks, so neither peak is a ceiling "
-                     "there: the clock the system reports is below the one the cores ran at, and one thread's "
-                     "sgemm is not the fastest product.")
+                     "there: one thread's sgemm is not the fastest product, and " + _clock_clause(ceilings, points))
     else:
         best_name, _, best_rate = max(points, key=lambda p: p[2])
         parts.append(f"Every point is under its roof; the fastest, {NAMES.get(best_name, best_name)}, reached {best_rate / flat:.0%} of the "
                      f"flat roof ({flat:.0f} GFLOP/s).")
         if over_theory:
             parts.append(f"{_names(over_theory)} ran above the theoretical peak, so that peak is not a ceiling: "
-                         f"the cores ran faster than the {ceilings['clock_ghz']:.2f} GHz the system reports.")
+                         + _clock_clause(ceilings, points))
     return " ".join(parts)
+
+
+def _clock_clause(ceilings, points):
+    """Why a point can exceed the theoretical peak, from what the run measured of its clock."""
+    reported, measured = ceilings["clock_ghz"], ceilings["measured_clock_ghz"]
+    if not measured:
+        return (f"the formula takes the {reported:.2f} GHz the system reports, and this run did not measure the "
+                "clock its cores ran at.")
+    at_clock = ceilings["theoretical_at_measured_clock"]
+    over = [name for name, _, rate in points if rate > at_clock]
+    return (f"the formula takes the {reported:.2f} GHz the system reports, and the cores ran at a measured "
+            f"{measured:.2f} GHz, where it gives {at_clock:.0f} GFLOP/s"
+            + (f", which {_and([NAMES.get(n, n) for n in over])} {'exceed' if len(over) > 1 else 'exceeds'} as well: the pipes or lanes it assumes do not describe "
+               "this CPU, or its clock changed between the measurements." if over else
+               ", above every point."))
 
 
 # ------------------------------------------------------------------ loads and stores
@@ -375,3 +400,105 @@ def causal_model_sentences(model, sizes=(4096, 16384)):
         out["main_fact"] = ("At these sizes the counts predict no advantage of the queue over the contiguous split, "
                             "so the difference between the two causal speed-ups is not a matter of scheduling.")
     return out
+
+
+# ------------------------------------------------------------------ the build machine: clock, threads, counters, bf16
+
+def clock_sentence(clock_one, clock_all, theory):
+    """clock_one, clock_all: bench.clock.measured_clock on one thread and on every core (None
+    where it could not be measured); theory: bench.theoretical_peak() of the same machine."""
+    reported = theory.get("clock_ghz")
+    said = f"the {reported:.2f} GHz the system reports" if reported else "no clock, since the system reports none"
+    if clock_one is None or clock_all is None:
+        return f"This build could not measure its clock (no add chain for this CPU), so its peak formula keeps {said}."
+    one, every = clock_one["ghz"], clock_all["ghz"]
+    text = (f"A chain of {clock_one['adds'] / 1e6:.0f} million dependent adds ran at {one:.2f} GHz on one core and "
+            f"{every:.2f} GHz with all {theory['cores']} cores running chains at once, against {said}")
+    if not reported:
+        return text + "."
+    at_clock = theory["cores"] * theory["fma_pipes"] * theory["lanes"] * 2 * every
+    return (text + f": with every core busy the cores ran {compared_as(every, reported)} the reported clock. At the "
+            f"measured all-core clock the peak formula gives {at_clock:.0f} GFLOP/s instead of "
+            f"{theory['gflops']:.0f}.")
+
+
+def scaling_sentence(speedups, threads, threads_per_core):
+    """speedups: {what: its time on one thread / its time on `threads` threads, or a rate on
+    `threads` over a rate on one}, measured on one machine; threads_per_core: what the system
+    shows (bench.machine.threads_per_core), or None."""
+    listed = _and([f"{name} {s:.2f} times" for name, s in speedups.items()])
+    near = [name for name, s in speedups.items() if s >= 0.9 * threads]
+    far = [name for name in speedups if name not in near]
+    text = f"On {threads} threads instead of one, this build ran {listed} as fast. "
+    ideal = f"the {threads} times that {threads} idle, equal cores give"
+    if not far:
+        text += f"Each came within 10% of {ideal}."
+    elif not near:
+        text += f"Not one came within 10% of {ideal}."
+    else:
+        text += f"{_names_plain(near)} came within 10% of {ideal}; {_and(far)} did not."
+    if threads_per_core == 1:
+        text += (" The system shows one thread per core, so its CPUs are not hyperthreads of one core as far as "
+                 "this machine can see (a hypervisor may still place two of them on one physical core).")
+    elif threads_per_core:
+        text += (f" The system shows {threads_per_core} threads per core: threads on one core share its FMA units, "
+                 "so products gain little from the second thread of a core.")
+    return text
+
+
+def perf_sentence(check, cycles_per_add=None):
+    """check: bench.clock.perf_counters(); cycles_per_add: bench.clock.cycles_per_add() where counted."""
+    if not check["available"]:
+        return (f"On this build machine the hardware counters cannot be read ({check['reason']}), so this chapter "
+                "prints no counted cycles or instructions: every rate in it comes from a clock and a count of "
+                "the work.")
+    text = "On this build machine perf stat reads the hardware counters"
+    if cycles_per_add is None:
+        return text + "."
+    agrees = abs(cycles_per_add - 1) <= 0.05
+    return (text + f": it counted {cycles_per_add:.2f} cycles per add of the chain, so the clock measured above "
+            + ("is the rate of one-cycle adds, as assumed." if agrees else
+               "rests on an assumption this CPU does not meet (one add per cycle)."))
+
+
+def _than(speedup):
+    """speed_word followed by 'than', or 'about as fast as'."""
+    word = speed_word(speedup)
+    return word + (" as" if word == "about as fast" else " than")
+
+
+def bf16_sentence(f32_over_bf16, f32_over_emulated, native):
+    """Paired ratios of the kernel's times (float32 time / bf16 time); native: whether
+    precision="bf16" used vdpbf16ps on this machine."""
+    how = "on vdpbf16ps" if native else "emulated in float32 (this CPU has no vdpbf16ps)"
+    text = f"With bfloat16 products {how}, the kernel ran {_than(f32_over_bf16)} in float32"
+    if native:
+        text += f"; with the products emulated in float32, it ran {_than(f32_over_emulated)} in float32"
+    return text + "."
+
+
+def isa_sentence(flags):
+    """What the CPU offers beyond float32 FMAs, from bench.machine.isa_flags()."""
+    amx = flags.get("amx_bf16") and flags.get("amx_tile")
+    bf16 = flags.get("avx512_bf16")
+    if amx:
+        return ("This CPU has AMX, tile instructions that multiply bfloat16 and int8 matrices into float32"
+                + (", and AVX512_BF16's vdpbf16ps. " if bf16 else ". ")
+                + "The course's kernel does not use AMX; PyTorch's bfloat16 attention on such CPUs calls oneDNN's "
+                "small matrix products, which do, so a float32-only comparison understates what this CPU can do "
+                "for attention.")
+    if bf16:
+        return "This CPU has AVX512_BF16's vdpbf16ps but no AMX."
+    return "This CPU has neither AMX nor AVX512_BF16: bfloat16 products are emulated in float32 here."
+
+
+def packing_sentence(tile_fraction, products_share):
+    """tile_fraction: the micro-kernel's tile product rate over one thread's large product;
+    products_share: the products' share of the kernel's time (its profile)."""
+    if tile_fraction >= 1:
+        return ("The tile product already runs as fast as one thread's large product, which packs both of its "
+                "operands, so there is no measured gap for packing A to close here.")
+    bound = 1 / ((1 - products_share) + products_share * tile_fraction)
+    return (f"If packing A brought the tile products up to one thread's large product (which packs both of its "
+            f"operands), they would run {1 / tile_fraction:.2f} times as fast; at {products_share:.0%} of the "
+            f"kernel's time, that makes the whole call at most {bound:.2f} times as fast.")

@@ -94,6 +94,15 @@ def paired(mine, theirs):
     return statistics.median(t / s for s, t in zip(mine, theirs, strict=True))
 
 
+def thread_scaling(call_on, counts=(1, 2), repeats=5, pause=PAUSE):
+    """How a call speeds up with threads: call_on(n) is the call to time on n threads.
+    {"seconds": {n: median seconds}, "speedup": {n: median over the rounds of the time on
+    counts[0] threads over the time on n}}, the calls of each round timed side by side."""
+    times = rounds({n: call_on(n) for n in counts}, repeats, pause)
+    return {"seconds": {n: statistics.median(t) for n, t in times.items()},
+            "speedup": {n: paired(times[n], times[counts[0]]) for n in counts}}
+
+
 def check(names, q, k, v, causal, reference, threads):
     """Prepare each implementation and compare its output with the float64 reference, before
     any timing: ({name: call}, {name: max |error|}, {name: details}, {name: skip note})."""
