@@ -16,13 +16,19 @@ import pytest
 from attncore.grading.course.layout import function_of, parse_grade_id
 from attncore.grading.course import runner
 from attncore.grading.engine import ASSIGNMENTS, SPECS
-from attncore.grading.engine.probe import GENERIC
+from attncore.grading.engine.probe import GENERIC, STRICT_DETECTORS
 
 from .gradekit import SUITE_MODULE, in_process_verdicts, source_notebook, submission
 
 MODULES = SUITE_MODULE
 # Wrong solutions overflow and divide by zero on purpose; what they warn is no finding here.
 pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")
+
+
+@pytest.fixture(autouse=True)
+def strict_detectors(monkeypatch):
+    """A detector that raises fails the test here (learners' grading suppresses it)."""
+    monkeypatch.setenv(STRICT_DETECTORS, "1")
 
 WRONG = {a: importlib.import_module(f"tests.wrong.{m}").WRONG for a, m in MODULES.items()}
 

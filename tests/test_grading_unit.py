@@ -8,7 +8,9 @@ import attncore
 from attncore.bert import AttentionWeights
 from attncore.grading import check
 from attncore.grading.engine import SPECS, FeedbackError, FunctionSpec, Misconception, Outcome, run_suite
-from attncore.grading.engine.probe import MEMORY_UNMEASURED, _modified, recognise_error, same
+from attncore.grading.engine.probe import (
+    MEMORY_UNMEASURED, STRICT_DETECTORS, _modified, recognise_error, same,
+)
 
 
 def correct_scores(Q, K):
@@ -81,6 +83,21 @@ def test_an_error_is_named_by_the_only_variant_that_raises_it_or_by_on_error():
     assert named.name == "unpacks two axes"
     named, detail = recognise_error(spec, x, "TypeError", "something else")
     assert (named.name, detail) == ("any error", "TypeError seen")
+
+
+def test_a_broken_detector_is_silent_for_learners_and_raises_when_strict(monkeypatch):
+    """A detector that raises is no verdict on the learner: the misconception is not named
+    and grading goes on; with ATTNCORE_STRICT_DETECTORS=1 (the catalogue tests) it raises."""
+    def broken(arguments, got, expected):
+        raise IndexError("a detector bug")
+
+    mistake = Misconception("never seen", "", detect=broken)
+    x = {"x": np.arange(3.0)}
+    monkeypatch.delenv(STRICT_DETECTORS, raising=False)
+    assert mistake.recognise(x, x["x"] + 1, x["x"]) is None
+    monkeypatch.setenv(STRICT_DETECTORS, "1")
+    with pytest.raises(IndexError, match="a detector bug"):
+        mistake.recognise(x, x["x"] + 1, x["x"])
 
 
 def test_same_matches_shapes_values_and_nan():

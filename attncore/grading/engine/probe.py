@@ -12,6 +12,8 @@ import contextlib
 import contextvars
 import copy
 import dataclasses
+import enum
+import os
 from dataclasses import dataclass, field
 from itertools import permutations
 from typing import Callable
@@ -38,7 +40,19 @@ GENERIC = (INPUT_MODIFIED, SHAPE_OR_DTYPE, NAN_OR_INF, MATERIALISED, MEMORY_UNME
            SCALED, WRONG_ORDER)
 VISIBLE_SUITES = ("basic",)  # the cases a notebook shows; every other suite is hidden
 
+STRICT_DETECTORS = "ATTNCORE_STRICT_DETECTORS"  # set to 1: a detector's error is raised
+
 _DRAW = contextvars.ContextVar("draw", default=None)
+
+
+def detector_errors():
+    """Where a detector or an on_error runs: its exception is no verdict on the learner, so
+    it is suppressed (the next misconception, or the generic feedback, speaks instead),
+    unless the environment sets ATTNCORE_STRICT_DETECTORS=1, as the catalogue tests do, so
+    that a broken detector fails a test instead of going unseen."""
+    if os.environ.get(STRICT_DETECTORS) == "1":
+        return contextlib.nullcontext()
+    return contextlib.suppress(Exception)
 
 
 def drawn_with():
@@ -104,7 +118,7 @@ class Misconception:
             if _shows(variant, arguments, got, expected, rtol, self.finite):
                 return self._detail(arguments, index)
         if self.detect is not None:
-            with np.errstate(all="ignore"), contextlib.suppress(Exception):
+            with np.errstate(all="ignore"), detector_errors():
                 return self.detect(copy.deepcopy(arguments), got, expected)
         return None
 
@@ -125,6 +139,14 @@ class Misconception:
         return self.detail[index] if isinstance(self.detail, (list, tuple)) else self.detail
 
 
+class ResultDtype(enum.Enum):
+    """What a right result's dtype must be, beyond its values (the reference's dtype)."""
+
+    ANY = "any"  # values only: 1.0 passes for 1, float64 for float32
+    INPUT_FLOAT = "the input's float dtype"  # float32 in, float32 out
+    EXACT_INT = "an exact integer"  # a count or an index, never a float equal to it
+
+
 @dataclass(frozen=True)
 class FunctionSpec:
     """Everything the grader knows about one function a learner writes."""
@@ -133,7 +155,7 @@ class FunctionSpec:
     reference: Callable
     suites: dict
     misconceptions: list = field(default_factory=list)
-    keep_dtype: bool = False  # float32 in, float32 out
+    result_dtype: ResultDtype = ResultDtype.ANY
     forbidden: tuple = ()  # attncore functions the learner is asked to write, not call
     rtol: float | None = None
     # (arguments, peak_bytes, allowed) -> (headline, detail, fix): what a peak above the
@@ -285,7 +307,7 @@ def recognise_error(spec, arguments, error_type, error_message):
         return alike[0]
     for misconception in spec.misconceptions:
         if misconception.on_error is not None:
-            with contextlib.suppress(Exception):
+            with detector_errors():
                 detail = misconception.on_error(arguments, error_type, error_message)
                 if detail is not None:
                     return misconception, detail
@@ -309,15 +331,15 @@ def _diagnose(spec, case, pristine, outcome, expected):
     if got is None:
         return ("returned None", "", "end your function with `return` and the result.")
     correct = same(got, expected, spec.rtol)
-    if correct and spec.keep_dtype and np.asarray(got).dtype != np.asarray(expected).dtype:
-        counting = np.issubdtype(np.asarray(expected).dtype, np.integer)
+    if correct and spec.result_dtype is not ResultDtype.ANY \
+            and np.asarray(got).dtype != np.asarray(expected).dtype:
         return (SHAPE_OR_DTYPE,
                 f"The values are right but the dtype is {np.asarray(got).dtype}, "
                 f"not {np.asarray(expected).dtype}.",
                 "return an exact integer: use integer operations only (*, //; no /, no float "
-                "factors), or finish with int(...)." if counting else
-                "compute in the input's dtype (avoid np.float64 constants or arrays), "
-                "or finish with .astype(x.dtype).")
+                "factors), or finish with int(...)." if spec.result_dtype is ResultDtype.EXACT_INT
+                else "compute in the input's dtype (avoid np.float64 constants or arrays), "
+                     "or finish with .astype(x.dtype).")
     if correct and case.max_extra_bytes is not None:
         allowed = case.max_extra_bytes(pristine)
         if outcome.peak_bytes is None:
@@ -337,7 +359,7 @@ def _diagnose(spec, case, pristine, outcome, expected):
     if correct:
         for misconception in spec.misconceptions:
             if misconception.close_too and misconception.detect is not None:
-                with np.errstate(all="ignore"), contextlib.suppress(Exception):
+                with np.errstate(all="ignore"), detector_errors():
                     detail = misconception.detect(copy.deepcopy(pristine), got, expected)
                     if detail is not None:
                         return misconception.name, detail, misconception.fix

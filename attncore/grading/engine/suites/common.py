@@ -22,6 +22,22 @@ def arrays(seed, *shapes, dtype=np.float64, scale=1.0):
     return [(scale * rng.standard_normal(shape)).astype(dtype) for shape in shapes]
 
 
+def score_rows(seed, *shape, dtype=np.float64, scale=1.0, offset=0.0):
+    """Normal scores of `shape` times scale, plus offset: one number, or one per row of a
+    2-D shape."""
+    (x,) = arrays(seed, shape, scale=scale)
+    offset = np.asarray(offset, dtype=np.float64)
+    if offset.ndim:
+        offset = offset[:, None]
+    return (x + offset).astype(dtype)
+
+
+def qkv(seed, t_q, t_k, d_k, d_v, **kw):
+    """{"Q": (t_q, d_k), "K": (t_k, d_k), "V": (t_k, d_v)}, drawn like arrays (kw: its)."""
+    q, k, v = arrays(seed, (t_q, d_k), (t_k, d_k), (t_k, d_v), **kw)
+    return {"Q": q, "K": k, "V": v}
+
+
 def integers(seed, low, high, count):
     """count reproducible integers in [low, high], drawn like arrays."""
     return [int(v) for v in generator(seed).integers(low, high + 1, size=count)]
@@ -139,7 +155,10 @@ def searched_scale(with_scale):
             return float(np.sum((output - got) ** 2)) if output.shape == np.shape(got) else np.inf
 
         grid = np.linspace(np.log(1e-3), np.log(1e3), 61)
-        best = int(np.nanargmin([loss(g) for g in grid]))
+        losses = [loss(g) for g in grid]
+        if np.all(np.isnan(losses)):  # got holds NaN: no factor reproduces it
+            return None
+        best = int(np.nanargmin(losses))
         low, high = grid[max(best - 1, 0)], grid[min(best + 1, len(grid) - 1)]
         for _ in range(40):
             a, b = high - 0.618 * (high - low), low + 0.618 * (high - low)

@@ -8,7 +8,7 @@ from ..probe import Case, FunctionSpec, Misconception
 from .common import (
     KEYS_AS_VALUES, KEYS_AS_VALUES_FIX, NO_SOFTMAX, NO_SOFTMAX_FIX, SCALE_AFTER_SOFTMAX,
     SCALE_AFTER_SOFTMAX_FIX, TRANSPOSED, TRANSPOSED_FIX, arrays, effective_scale,
-    keys_not_transposed, queries_for, rows_of_different_scales, scale_misconception,
+    keys_not_transposed, qkv, queries_for, rows_of_different_scales, scale_misconception,
     softmax_misconceptions, softmax_scale,
 )
 
@@ -19,11 +19,6 @@ FORBIDDEN = ("attention_scores", "attention_weights", "attention")
 def qk(seed, t_q, t_k, d_k, **kw):
     q, k = arrays(seed, (t_q, d_k), (t_k, d_k), **kw)
     return {"Q": q, "K": k}
-
-
-def qkv(seed, t_q, t_k, d_k, d_v, **kw):
-    q, k, v = arrays(seed, (t_q, d_k), (t_k, d_k), (t_k, d_v), **kw)
-    return {"Q": q, "K": k, "V": v}
 
 
 def with_row_scales(seed, t_q, t_k, d_k, d_v=None):

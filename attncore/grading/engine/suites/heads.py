@@ -7,7 +7,7 @@ import numpy as np
 import attncore
 
 from .. import stand_ins
-from ..probe import Case, FunctionSpec, Misconception, same
+from ..probe import Case, FunctionSpec, Misconception, ResultDtype, same
 from .common import (
     DRAWN, KEYS_AS_VALUES, KEYS_AS_VALUES_FIX, NO_SOFTMAX, NO_SOFTMAX_FIX, SCALE_AFTER_SOFTMAX,
     SCALE_AFTER_SOFTMAX_FIX, SCALE_FIX, arrays, integers, keys_not_transposed,
@@ -385,7 +385,7 @@ SPECS = [
         reference=kv_head_reference,
         suites=KV_HEAD_CASES,
         misconceptions=KV_HEAD_MISCONCEPTIONS,
-        keep_dtype=True,  # the notebook asks for an int: 1.0 is the right head as a float
+        result_dtype=ResultDtype.EXACT_INT,  # 1.0 is the right head, but not an int
         forbidden=FORBIDDEN,
     ),
     FunctionSpec(
@@ -400,7 +400,7 @@ SPECS = [
         reference=attncore.kv_cache_bytes,
         suites=KV_CACHE_CASES,
         misconceptions=KV_CACHE_MISCONCEPTIONS,
-        keep_dtype=True,
+        result_dtype=ResultDtype.EXACT_INT,
         forbidden=FORBIDDEN,
     ),
 ]

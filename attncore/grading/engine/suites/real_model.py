@@ -373,17 +373,17 @@ def _polarity_detect(args, got, expected):
 
 
 def _pad_rows(args, got, expected):
-    """[(sentence, real tokens, learner's A of that sentence)] where the real queries' rows
-    are right over the real keys of sentence 0, for the mask detectors."""
+    """[(sentence, real tokens, learner's A of that sentence, the weights its real queries
+    give its pad keys)] where the real queries' rows are right over the real keys of
+    sentence 0, for the mask detectors."""
     A = _learner_weights(args, got)
     if A is None or not same(A[0], expected[1][0]):
         return []
-    return [(b, n, A[b]) for b, n in _padded(args)]
+    return [(b, n, A[b], A[b][:, :n, n:]) for b, n in _padded(args)]
 
 
 def _queries_detect(args, got, expected):
-    for b, n, A in _pad_rows(args, got, expected):
-        pads = A[:, :n, n:]
+    for b, n, A, pads in _pad_rows(args, got, expected):
         if _blocked(A[:, n:]) and np.all(np.isfinite(pads)) and pads.max() > 1e-6:
             return (f"In sentence {b} ({n} real tokens, then pads) the rows of the pad queries "
                     f"{n} to {A.shape[-1] - 1} are all 0 or NaN, and the real queries give the pad "
@@ -393,8 +393,7 @@ def _queries_detect(args, got, expected):
 
 
 def _pad_keys_detect(args, got, expected):
-    for b, n, A in _pad_rows(args, got, expected):
-        pads = A[:, :n, n:]
+    for b, n, A, pads in _pad_rows(args, got, expected):
         if np.all(np.isfinite(A)) and pads.max() > 1e-6:
             return (f"In sentence {b} ({n} real tokens, then pads) the real queries give the pad "
                     f"keys weight up to {pads.max():.3g}. Either no mask was applied, or a mask "
@@ -404,7 +403,7 @@ def _pad_keys_detect(args, got, expected):
 
 
 def _pad_rows_detect(args, got, expected):
-    for b, n, A in _pad_rows(args, got, expected):
+    for b, n, A, _ in _pad_rows(args, got, expected):
         if same(A[:, :n], expected[1][b, :, :n]) and _blocked(A[:, n:]):
             return (f"In sentence {b} ({n} real tokens, then pads) the real queries' rows are "
                     f"right, but the rows of the pad queries {n} to {A.shape[-1] - 1} are all 0 "

@@ -16,13 +16,13 @@ import numpy as np
 import attncore
 from attncore.invariants import check_rows, default_atol
 
-from ..probe import Case, FunctionSpec, Misconception
+from ..probe import Case, FunctionSpec, Misconception, ResultDtype
 from .common import (
     DRAWN, EXP2, EXP2_FIX, GLOBAL_MAX, GLOBAL_MAX_FIX, KEEPDIMS, KEEPDIMS_FIX, MIN_SUBTRACTED,
     MIN_SUBTRACTED_FIX, UNSTABLE, UNSTABLE_FIX, WHOLE, WHOLE_FIX, WRONG_AXIS, WRONG_AXIS_FIX,
     along_axis_detail, along_other_axes, arrays, exp2_softmax, global_max_softmax, integers,
     max_without_keepdims, min_softmax, naive_softmax, rounded_rows, rows_of_different_scales,
-    sum_without_keepdims, two_d_only, whole_array_softmax, whole_sum_softmax,
+    score_rows, sum_without_keepdims, two_d_only, whole_array_softmax, whole_sum_softmax,
 )
 
 ASSIGNMENT = "02-simplex"
@@ -30,9 +30,8 @@ ASSIGNMENT = "02-simplex"
 
 # ---------------------------------------------------------------- softmax
 
-def scores(seed, *shape, dtype=np.float64, scale=1.0, offset=0.0):
-    (x,) = arrays(seed, shape, scale=scale)
-    return {"scores": (x + offset).astype(dtype)}
+def scores(seed, *shape, **kw):
+    return {"scores": score_rows(seed, *shape, **kw)}
 
 
 def mostly_negative(seed, t, n):
@@ -427,7 +426,7 @@ SPECS = [
         reference=lambda scores: attncore.softmax(scores),
         suites=SOFTMAX_CASES,
         misconceptions=SOFTMAX_MISCONCEPTIONS,
-        keep_dtype=True,
+        result_dtype=ResultDtype.INPUT_FLOAT,
         forbidden=("softmax", "log_softmax"),
     ),
     FunctionSpec(

@@ -7,22 +7,17 @@ import numpy as np
 import attncore
 from attncore.feature_maps import ELU_PLUS_ONE, EXP, EXP_PAIRS, RELU_PLUS_EPS, FeatureMap
 
-from ..probe import Case, FunctionSpec, Misconception
+from ..probe import Case, FunctionSpec, Misconception, ResultDtype
 from .common import (
-    GLOBAL_MAX, GLOBAL_MAX_FIX, UNSTABLE, along_axis_detail, along_other_axes, arrays,
-    rounded_rows, rows_of_different_scales, two_d_only,
+    GLOBAL_MAX, GLOBAL_MAX_FIX, UNSTABLE, along_axis_detail, along_other_axes, qkv,
+    rounded_rows, rows_of_different_scales, score_rows, two_d_only,
 )
 
 ASSIGNMENT = "06-variants"
 
 
-def scores(seed, *shape, dtype=np.float64, scale=1.0, offset=0.0):
-    """Normal scores times scale, plus offset: one number, or one per row of a 2-D shape."""
-    (x,) = arrays(seed, shape, scale=scale)
-    offset = np.asarray(offset, dtype=np.float64)
-    if offset.ndim:
-        offset = offset[:, None]
-    return {"x": (x + offset).astype(dtype)}
+def scores(seed, *shape, **kw):
+    return {"x": score_rows(seed, *shape, **kw)}
 
 
 def given(rows, dtype=np.float64):
@@ -393,35 +388,36 @@ SPARSEMAX_MISCONCEPTIONS = [
 
 # ------------------------------------------------------- linear_attention
 
-def qkv(seed, t_q, t_k, d_k, d_v, feature_map, dtype=np.float64, scale=1.0, q_rows=None):
-    q, k, v = arrays(seed, (t_q, d_k), (t_k, d_k), (t_k, d_v), dtype=dtype, scale=scale)
-    if q_rows is not None:  # per-query scales
-        q = (q * np.asarray(q_rows, dtype=dtype)[:, None]).astype(dtype)
-    return {"Q": q, "K": k, "V": v, "feature_map": feature_map}
+def qkv_phi(seed, t_q, t_k, d_k, d_v, feature_map, dtype=np.float64, scale=1.0, q_rows=None):
+    """common.qkv and the feature map; q_rows: one scale per query."""
+    args = qkv(seed, t_q, t_k, d_k, d_v, dtype=dtype, scale=scale)
+    if q_rows is not None:
+        args["Q"] = (args["Q"] * np.asarray(q_rows, dtype=dtype)[:, None]).astype(dtype)
+    return {**args, "feature_map": feature_map}
 
 
 LINEAR_CASES = {
     "basic": [
         Case("2 queries, 3 keys, d_k = 4, d_v = 5, phi = elu(x) + 1",
-             lambda: qkv(21, 2, 3, 4, 5, ELU_PLUS_ONE)),
+             lambda: qkv_phi(21, 2, 3, 4, 5, ELU_PLUS_ONE)),
     ],
     "hidden": [
         Case("4 queries, 4 keys, d_k = 3, d_v = 5, phi = relu(x) + 1e-3",
-             lambda: qkv(22, 4, 4, 3, 5, RELU_PLUS_EPS)),
+             lambda: qkv_phi(22, 4, 4, 3, 5, RELU_PLUS_EPS)),
         Case("1 query, 5 keys, d_k = 4, d_v = 3, phi = exp(x)",
-             lambda: qkv(23, 1, 5, 4, 3, EXP)),
+             lambda: qkv_phi(23, 1, 5, 4, 3, EXP)),
         Case("3 queries, 2 keys, d_k = 3, d_v = 4, a feature map with 2 d_k = 6 features",
-             lambda: qkv(24, 3, 2, 3, 4, EXP_PAIRS)),
+             lambda: qkv_phi(24, 3, 2, 3, 4, EXP_PAIRS)),
         Case("5 queries, 3 keys, d_k = 8, d_v = 2, float32, phi = elu(x) + 1",
-             lambda: qkv(25, 5, 3, 8, 2, ELU_PLUS_ONE, dtype=np.float32)),
+             lambda: qkv_phi(25, 5, 3, 8, 2, ELU_PLUS_ONE, dtype=np.float32)),
     ],
     "extreme": [
         Case("3 queries scaled by 1e-3, 1 and 1e2; 6 keys; phi = relu(x) + 1e-3",
-             lambda: qkv(26, 3, 6, 4, 3, RELU_PLUS_EPS, q_rows=[1e-3, 1.0, 1e2])),
+             lambda: qkv_phi(26, 3, 6, 4, 3, RELU_PLUS_EPS, q_rows=[1e-3, 1.0, 1e2])),
         Case("large scores: Q and K entries in the hundreds, phi = elu(x) + 1, 4 queries, 7 keys",
-             lambda: qkv(27, 4, 7, 5, 3, ELU_PLUS_ONE, scale=100.0)),
+             lambda: qkv_phi(27, 4, 7, 5, 3, ELU_PLUS_ONE, scale=100.0)),
         Case("float32, 6 queries, 9 keys, d_k = 4, d_v = 3, phi = exp(x)",
-             lambda: qkv(28, 6, 9, 4, 3, EXP, dtype=np.float32)),
+             lambda: qkv_phi(28, 6, 9, 4, 3, EXP, dtype=np.float32)),
     ],
 }
 
@@ -559,7 +555,7 @@ SPECS = [
         reference=lambda x: attncore.softmax_one(x),
         suites=SOFTMAX_ONE_CASES,
         misconceptions=SOFTMAX_ONE_MISCONCEPTIONS,
-        keep_dtype=True,
+        result_dtype=ResultDtype.INPUT_FLOAT,
         forbidden=("softmax_one",),
     ),
     FunctionSpec(
@@ -567,7 +563,7 @@ SPECS = [
         reference=lambda x: attncore.sparsemax(x),
         suites=SPARSEMAX_CASES,
         misconceptions=SPARSEMAX_MISCONCEPTIONS,
-        keep_dtype=True,
+        result_dtype=ResultDtype.INPUT_FLOAT,
         forbidden=("sparsemax",),
     ),
     FunctionSpec(

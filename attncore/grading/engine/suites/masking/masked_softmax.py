@@ -10,7 +10,7 @@ import numpy as np
 import attncore
 from attncore import masks
 
-from ...probe import Case, FunctionSpec, Misconception
+from ...probe import Case, FunctionSpec, Misconception, ResultDtype
 from ..common import (GLOBAL_MAX, GLOBAL_MAX_FIX, MASK_AFTER, MASK_WITH_ZERO, UNSTABLE,
                       UNSTABLE_FIX, arrays, rounded_rows, two_d_only)
 from .masked_softmax_detectors import (fully_masked_detect, global_max_detect, inverted_detect,
@@ -220,6 +220,6 @@ SPEC = FunctionSpec(
     reference=masked_softmax_reference,
     suites=SOFTMAX_CASES,
     misconceptions=SOFTMAX_MISCONCEPTIONS,
-    keep_dtype=True,
+    result_dtype=ResultDtype.INPUT_FLOAT,
     forbidden=FORBIDDEN,
 )
