@@ -12,7 +12,7 @@ from pathlib import Path
 
 import nbformat
 
-from attncore.grading.course.layout import RELEASE, SOURCE, WORK, function_of, parse_grade_id
+from attncore.grading.course.layout import RELEASE, SOURCE, WORK, by_function, parse_grade_id
 from attncore.grading.course.runner import grade_notebook, test_cells
 from attncore.grading.engine import ASSIGNMENTS, SPECS, Outcome, run_suite
 from attncore.grading.engine.suites import MODULES
@@ -91,12 +91,11 @@ class CellGrade:
 
 def points_by_function(grades, assignment):
     """{function: (score, max, [messages of failing cells])} from a list of CellGrade."""
-    result = {}
-    for function in ASSIGNMENTS[assignment]:
-        cells = [g for g in grades if function_of(g.grade_id) == function and not g.manual]
-        result[function] = (sum(g.score for g in cells), sum(g.max_score for g in cells),
-                            [g.message for g in cells if g.score < g.max_score])
-    return result
+    automatic = [g for g in grades if not g.manual]
+    return {function: (sum(g.score for g in cells), sum(g.max_score for g in cells),
+                       [g.message for g in cells if g.score < g.max_score])
+            for function, cells in by_function(
+                automatic, ASSIGNMENTS[assignment], lambda g: g.grade_id).items()}
 
 
 def auto_points(grades):

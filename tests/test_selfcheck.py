@@ -1,8 +1,10 @@
 """`attncore-check NOTEBOOK`: the learner's one command, run as a learner runs it."""
+import importlib
 import json
 import shutil
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 import nbformat
@@ -126,10 +128,29 @@ def test_assignment_name_finds_the_notebook_from_the_exercises_folder(tmp_path):
         assert result.returncode == 1 and "04-heads: 0 / 8" in result.stdout, (cwd, result.stderr)
 
 
-def test_console_entry_point_is_installed():
-    script = Path(sys.executable).parent / "attncore-check"
-    result = subprocess.run([str(script), "--help"], capture_output=True, text=True)
-    assert result.returncode == 0 and "notebook" in result.stdout and "--json" in result.stdout
+def test_assignment_name_prefers_the_learners_copy_at_the_repository_root(tmp_path):
+    """From the repository root the name grades my-exercises/ (where learners work), not
+    the untouched exercises/, and the report says which file it graded."""
+    for folder, notebook in (("exercises", nbformat.read(release_notebook("04-heads"), 4)),
+                             ("my-exercises", submission("04-heads"))):  # solved
+        (tmp_path / folder / "04-heads").mkdir(parents=True)
+        nbformat.write(notebook, tmp_path / folder / "04-heads" / "04-heads.ipynb")
+    result = run_check("04-heads", cwd=tmp_path)
+    graded = Path("my-exercises", "04-heads", "04-heads.ipynb")
+    assert result.stdout.startswith(f"checked {graded} (found for '04-heads'"), result.stdout
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_the_declared_entry_point_is_the_self_check(capsys):
+    """pyproject.toml's [project.scripts] names the function behind `attncore-check`; that it
+    is installed as a script is the wheel's test (tests/test_wheel.py)."""
+    scripts = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["scripts"]
+    module, _, name = scripts["attncore-check"].partition(":")
+    main = getattr(importlib.import_module(module), name)
+    with pytest.raises(SystemExit) as stopped:
+        main(["--help"])
+    shown = capsys.readouterr().out
+    assert stopped.value.code == 0 and "notebook" in shown and "--json" in shown
 
 
 @pytest.mark.parametrize("make, message", [

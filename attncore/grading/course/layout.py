@@ -28,3 +28,10 @@ def function_of(grade_id):
     """The graded function a cell belongs to: its test cells' ids start with its name."""
     parsed = parse_grade_id(grade_id)
     return parsed[0] if parsed else grade_id
+
+
+def by_function(items, functions, grade_id_of=lambda item: item[0]):
+    """{function: [the items of its cells]} for each of functions, in their order; an
+    item's grade id is grade_id_of(item) (default: its first element)."""
+    return {function: [item for item in items if function_of(grade_id_of(item)) == function]
+            for function in functions}

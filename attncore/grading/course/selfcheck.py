@@ -17,7 +17,7 @@ from pathlib import Path
 
 from ..engine import ASSIGNMENTS, SPECS
 from ..engine.probe import GENERIC
-from .layout import function_of, grade_id, parse_grade_id
+from .layout import by_function, grade_id, parse_grade_id
 from .runner import CellVerdict, grade_notebook, test_cells
 
 
@@ -58,19 +58,22 @@ def main(argv=None):
         print(json.dumps(result, indent=2))
         return 0 if result["full_marks"] else 1
     text, full_marks = report(assignment, grades, written)
-    print(f"checked {path}\n{text}")
+    found = "" if str(path) == args.notebook else \
+        f" (found for {args.notebook!r}; give a path to check another copy)"
+    print(f"checked {path}{found}\n{text}")
     return 0 if full_marks else 1
 
 
 def locate(name):
     """The notebook a learner means: a path, or an assignment's name or file name looked
-    for in the current folder, its exercises/ folder and their assignment folders."""
+    for in the current folder, the learner's copy my-exercises/ (from the repository root,
+    before the untouched exercises/), exercises/ and their assignment folders."""
     path = Path(name)
     if path.is_file():
         return path
     stem = path.name.removesuffix(".ipynb")
-    candidates = [Path(folder) / f"{stem}.ipynb"
-                  for folder in (".", stem, f"exercises/{stem}", f"../{stem}")]
+    candidates = [Path(folder) / f"{stem}.ipynb" for folder in (
+        ".", stem, f"my-exercises/{stem}", f"exercises/{stem}", f"../{stem}")]
     found = [candidate for candidate in candidates if candidate.is_file()]
     if found:
         return found[0]
@@ -129,9 +132,7 @@ def report(assignment, grades, written=()):
              *([f"({how}; --seed replays a draw)"] if how else []),
              "", f"{'function':<26}{'points':>10}  feedback", "-" * 72]
     shown = []
-    for function in ASSIGNMENTS[assignment]:
-        mine = [(gid, points, verdict) for gid, points, verdict in grades
-                if function_of(gid) == function]
+    for function, mine in by_function(grades, ASSIGNMENTS[assignment]).items():
         score = sum(points or 0 for _, points, verdict in mine if verdict.passed)
         most = sum(points or 0 for _, points, _ in mine)
         failed = [(gid, points, verdict) for gid, points, verdict in mine if not verdict.passed]
@@ -166,14 +167,14 @@ def as_json(path, assignment, grades, written, seed):
     max_points, passed and misconception (the first failing suite's, for a function), and
     the wrong functions a suite was graded again without (graded_with_reference)."""
     functions = []
-    for function in ASSIGNMENTS[assignment]:
+    for function, mine in by_function(grades, ASSIGNMENTS[assignment]).items():
         suites = [{"grade_id": gid, "suite": parse_grade_id(gid)[1],
                    "points": float(points or 0) if verdict.passed else 0.0,
                    "max_points": float(points or 0),
                    "passed": verdict.passed, "misconception": misconception_of(function, verdict),
                    "graded_with_reference": list(verdict.stood_in),
                    "feedback": verdict.text(how=False)}
-                  for gid, points, verdict in grades if function_of(gid) == function]
+                  for gid, points, verdict in mine]
         failed = [suite for suite in suites if not suite["passed"]]
         functions.append({
             "function": function,
