@@ -30,7 +30,7 @@ from pathlib import Path
 import numpy as np  # noqa: F401  (after benchmarks/__init__ has set the thread settings)
 
 from attncore import bench
-from attncore.bench import timing
+from attncore.bench import peer_story, timing
 
 SIZES = (512, 1024, 2048, 4096, 8192, 16384)
 QUICK_SIZES = (256, 512, 1024)
@@ -103,9 +103,7 @@ RATIO_COLUMNS = [
 ]
 
 
-PEER_TITLES = {"torch": "torch SDPA", "onnxruntime": "ONNX Runtime", "openvino_f32": "OpenVINO f32",
-               "openvino_default": "OpenVINO default", "jax": "JAX", "jit_bf16": "jit bf16",
-               "jit_bf16_emulated": "jit bf16 emulated"}
+PEER_TITLES = {name: title for name, title in peer_story.TITLES.items() if name != "jit"}
 
 
 def peer_table(results):

@@ -59,6 +59,17 @@ def test_peer_decodes_grouped_query_heads(name, t_q):
         assert "gqa" in call.details  # native or repeated, the row says which
 
 
+@pytest.mark.parametrize("name", ["jit_bf16", "jit_bf16_emulated"])
+def test_jit_bf16_peers_are_timed_against_the_float32_path_with_their_own_bound(name):
+    """jit's bfloat16 paths are rows of the peer table (their time over jit's float32 time),
+    held to the bfloat16 bound, and say which precision ran."""
+    assert name in peers.PEER_NAMES and peers.PEERS[name].tolerance == peers.TOLERANCE["bfloat16"]
+    rng = np.random.default_rng(4)
+    q, k, v = (rng.standard_normal((1, 1, 64, 16), dtype=np.float32) for _ in range(3))
+    call = agree(name, q, k, v, causal=False)
+    assert call.details["precision"] == peers.PEERS[name].jit_precision
+
+
 def test_float64_reference_is_attention_with_the_kv_heads_repeated():
     rng = np.random.default_rng(3)
     q = rng.standard_normal((2, 6, 5, 8))

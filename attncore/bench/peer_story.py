@@ -1,0 +1,490 @@
+"""What the page on attncore.jit's CPU peers says about a results file, as functions of it.
+
+A peers results file (attncore/bench/results/*-peers.json) holds two runs of the harness on
+one machine: "peers" (attncore.jit against torch SDPA, ONNX Runtime, OpenVINO and JAX at
+N = 1024 ... 16384, d = 64, and jit's own bfloat16 paths where the run timed them) and
+"decode" (grouped-query decoding, B = 1, 32/8 heads, d = 128, T_q = 1 and 4). Every table
+and every sentence the page builds from it is built here, so that tests/test_peers_page.py
+can render them against the published file and against other files (a peer missing, jit
+slower, a goal met or missed, bfloat16 rows or none) and check each against its numbers.
+
+Ratios are peer time / jit time, the median over the harness's paired rounds: above 1,
+jit took less time.
+"""
+import json
+from importlib import resources
+from pathlib import Path
+
+from .decode import kv_bytes
+from .story import _and as and_list  # "a, b and c" (chapter 7's sentences use the same)
+from .story import compared
+
+PUBLISHED = "2026-12-01-xeon-emerald-rapids-2-cores-peers.json"
+
+TITLES = {"jit": "attncore.jit", "torch": "PyTorch SDPA", "onnxruntime": "ONNX Runtime",
+          "openvino_f32": "OpenVINO f32", "openvino_default": "OpenVINO default", "jax": "JAX",
+          "jit_bf16": "jit bf16", "jit_bf16_emulated": "jit bf16 emulated"}
+OWN_BF16 = ("jit_bf16", "jit_bf16_emulated")  # jit's bfloat16 paths: rows of the bf16 section
+
+# The goals of issue 23: decoding at B = 1, 32/8 heads, d = 128, float32; bfloat16 products.
+GOALS = {"read_share": 0.70, "over_torch": 4.0, "chunk_over_single": 1.3,
+         "bf16_over_f32": 1.6, "bf16_over_openvino": 1.2}
+TOLERANCE = 0.03  # ratios within 3% of 1 read as "about the same time" (story.compared)
+
+
+# ------------------------------------------------------------------ the file
+
+def published(name=PUBLISHED):
+    """The committed peers results (package data), with "file": the name of the file read."""
+    return {**json.loads(resources.files(__package__).joinpath("results", name).read_text()), "file": name}
+
+
+def read(path):
+    """Any peers results file, with "file": its name (for tests and other machines)."""
+    path = Path(path)
+    return {**json.loads(path.read_text()), "file": path.name}
+
+
+def title(name):
+    return TITLES.get(name, name)
+
+
+def _shape(n, causal):
+    return f"N = {n}{' causal' if causal else ''}"
+
+
+def _shapes(cells):
+    """'N = 1024 and N = 4096 causal' for [(n, causal, ...)]; 'no shape' for none."""
+    return and_list([_shape(n, c) for n, c, *_ in cells]) if cells else "no shape"
+
+
+def _span(values, spec=".2f"):
+    lo, hi = min(values), max(values)
+    return format(lo, spec) if format(lo, spec) == format(hi, spec) else f"{lo:{spec}} to {hi:{spec}}"
+
+
+# ------------------------------------------------------------------ the peers run
+
+def _row(run, n, causal, impl):
+    return next((r for r in run["rows"] if (r["n"], r["causal"], r["impl"]) == (n, causal, impl)), None)
+
+
+def precision(run, name):
+    """'float32', or the reduced precision its products ran in ('bf16', 'bf16_emulated', 'f16'),
+    as the peer reported it for its first row."""
+    row = next((r for r in run["rows"] if r["impl"] == name), None)
+    reported = ((row or {}).get("details") or {}).get("precision")
+    return "float32" if reported in (None, "f32", "float32") else reported
+
+
+def peers_of(run, own_bf16=False):
+    """The peers in the run's ratio table, in TITLES order: the others' (own_bf16=False) or jit's
+    own bfloat16 paths (True)."""
+    names = list(dict.fromkeys(e["impl"] for e in run["peer_ratios"]))
+    names.sort(key=lambda name: list(TITLES).index(name) if name in TITLES else len(TITLES))
+    return [name for name in names if (name in OWN_BF16) == own_bf16]
+
+
+def shapes(run):
+    """(n, causal) of the run's ratio table, non-causal first."""
+    return sorted({(e["n"], e["causal"]) for e in run["peer_ratios"]}, key=lambda s: (s[1], s[0]))
+
+
+def entries(run, name):
+    """[(n, causal, ratio, max_error, note)] of one peer, non-causal first; ratio None if not timed."""
+    found = {(e["n"], e["causal"]): e for e in run["peer_ratios"] if e["impl"] == name}
+    return [(n, c, found[n, c]["ratio"], found[n, c]["max_error"], found[n, c]["note"])
+            for n, c in shapes(run) if (n, c) in found]
+
+
+def peers_table(run):
+    """Rows of the peers table: N, causal, then peer time / jit time for each peer ('skipped', or
+    '-' where the run has no entry)."""
+    names = peers_of(run)
+    header = ["N", "causal", *(title(name) for name in names)]
+    cells = {(e["n"], e["causal"], e["impl"]): e["ratio"] for e in run["peer_ratios"]}
+    rows = []
+    for n, causal in shapes(run):
+        ratio = [cells.get((n, causal, name), "-") for name in names]
+        rows.append([str(n), "yes" if causal else "no",
+                     *("-" if r == "-" else "skipped" if r is None else f"{r:.2f}" for r in ratio)])
+    return [header, *rows]
+
+
+def details_table(run):
+    """One row per peer (jit's bf16 paths included): version, backend, precision, threads and
+    its largest max |error| against float64 over the shapes it ran."""
+    rows = [["peer", "version", "backend", "precision", "threads", "max |error| vs float64"]]
+    for name in peers_of(run) + peers_of(run, own_bf16=True):
+        found = [r for r in run["rows"] if r["impl"] == name and r.get("details")]
+        details = found[0]["details"] if found else {}
+        errors = [e for *_, e, _ in entries(run, name) if e is not None]
+        version = details.get("version") or run["machine"]["versions"].get("attncore" if name in OWN_BF16 else name)
+        rows.append([title(name), str(version or "-"), str(details.get("backend", "-")), precision(run, name),
+                     str(details.get("threads", "-")), f"{max(errors):.1e}" if errors else "-"])
+    return rows
+
+
+def verdicts(run, name):
+    """jit's side of one peer's entries: {'faster': [...], 'slower': [...], 'about as fast': [...],
+    'skipped': [...]}, each a list of (n, causal, ratio, max_error, note)."""
+    out = {"faster": [], "slower": [], "about as fast": [], "skipped": []}
+    for entry in entries(run, name):
+        out["skipped" if entry[2] is None else compared(entry[2], TOLERANCE)].append(entry)
+    return out
+
+
+def _against(name, found, subject="attncore.jit"):
+    """One clause on one peer, from verdicts(): where it took more time than the subject, where
+    less, where about the same, each with its ratios (peer time / subject time)."""
+    timed = found["faster"] + found["slower"] + found["about as fast"]
+    if not timed:
+        return f"{title(name)} was not timed"
+    parts = []
+    for word, phrase in (("faster", "more time than"), ("slower", "less time than"),
+                         ("about as fast", "about the same time as")):
+        if len(found[word]) == len(timed):
+            return (f"{title(name)} took {phrase} {subject} at every shape it ran "
+                    f"({_span([e[2] for e in timed])} times {subject}'s time)")
+        if found[word]:
+            parts.append(f"{phrase} {subject} at {_shapes(found[word])} ({_span([e[2] for e in found[word]])} times)")
+    return f"{title(name)} took " + "; ".join(parts)
+
+
+def peers_sentence(run):
+    """What the float32 peers' ratios say, peer by peer; peers that were never timed are named
+    with the reason of their first entry."""
+    names = [name for name in peers_of(run) if precision(run, name) == "float32"]
+    if not names:
+        return "This run timed no float32 peer."
+    always = [n for n in names if verdicts(run, n)["faster"] and len(verdicts(run, n)["faster"]) == len(entries(run, n))]
+    others = [n for n in names if n not in always]
+    parts = []
+    if always:
+        ratios = [e[2] for n in always for e in entries(run, n)]
+        parts.append(f"Against the float32 peers, attncore.jit took less time than {and_list(map(title, always))} at every "
+                     f"shape this run measured: they took {_span(ratios)} times as long.")
+    for name in others:
+        found = verdicts(run, name)
+        clause = _against(name, found)
+        if not (found["faster"] or found["slower"] or found["about as fast"]):
+            clause += f" ({found['skipped'][0][4] or 'no reason recorded'})"
+        parts.append(clause + ".")
+    return " ".join(parts)
+
+
+def errors_sentence(run):
+    """How far from float64 each precision of the peers was (the others' and jit's own)."""
+    groups = {}
+    for name in peers_of(run) + peers_of(run, own_bf16=True):
+        errors = [e[3] for e in entries(run, name) if e[3] is not None]
+        if errors:
+            groups.setdefault(precision(run, name), []).append((name, max(errors)))
+    if not groups:
+        return "No peer's output was checked against float64 in this run."
+    parts = []
+    for kind, found in groups.items():
+        names = and_list(title(n) for n, _ in found)
+        worst = max(e for _, e in found)
+        what = "in float32" if kind == "float32" else f"with {kind} products"
+        parts.append(f"{names} ({what}) stayed within {worst:.1e} of float64")
+    return "Every output was checked against float64 before it was timed: " + "; ".join(parts) + "."
+
+
+def low_precision_sentence(run):
+    """The peers that compute in a reduced precision (OpenVINO's default on a CPU with bf16),
+    against jit's float32 path."""
+    names = [name for name in peers_of(run) if precision(run, name) != "float32"]
+    if not names:
+        return "No peer in this run computed in a reduced precision."
+    clauses = []
+    for name in names:
+        errors = [e[3] for e in entries(run, name) if e[3] is not None]
+        clause = _against(name, verdicts(run, name), "jit's float32 path")
+        clauses.append(f"In its {precision(run, name)} precision, " + clause
+                       + (f", at errors up to {max(errors):.1e}" if errors else ""))
+    return "; ".join(clauses) + "."
+
+
+# ------------------------------------------------------------------ the machine
+
+def machine_table(pub):
+    """One table, one machine: CPU, ISA, threads, peaks, bandwidths and load, one column per run."""
+    runs = {"peers run": pub["peers"], "decode run": pub["decode"]}
+
+    def each(cell):
+        return [cell(run) for run in runs.values()]
+
+    def gbs(value):
+        return "-" if value is None else f"{value:.1f} GB/s"
+
+    rows = [
+        ["", *runs],
+        ["date", *each(lambda r: r["machine"]["date"][:16].replace("T", " ") + " UTC")],
+        ["CPU", *each(lambda r: f"{r['machine']['cpu']} (Numba: {r['machine'].get('jit', {}).get('cpu_name', '-')})")],
+        ["cores, threads used", *each(lambda r: f"{r['machine']['cores']}, {r['peak']['bandwidth']['threads']}")],
+        ["ISA", *each(lambda r: ", ".join(flag for flag, on in r["machine"]["isa"].items() if on))],
+        ["sgemm peak (one-thread sgemm x cores)", *each(lambda r: f"{r['peak']['measured_gflops']:.0f} GFLOP/s")],
+        ["theoretical peak", *each(lambda r: f"{r['peak']['theoretical']['gflops']:.0f} GFLOP/s")],
+        ["read bandwidth (decode's roof)", *each(lambda r: gbs(_read_roof(r)))],
+        ["copy bandwidth", *each(lambda r: gbs((r.get("decode") or {}).get("roof", {}).get("copy_gbs")
+                                               or r["peak"]["bandwidth"].get("all_cores_gbs")))],
+        ["load average, start and end", *each(lambda r: f"{r['machine']['load_average']:.1f} and {r['load_average_end']:.1f}")],
+        ["commit measured", *each(lambda r: (r["machine"].get("source") or {}).get("commit", "-")[:10]
+                                  + (" (attncore/ modified)" if (r["machine"].get("source") or {}).get("attncore_modified") else ""))],
+    ]
+    return rows
+
+
+def _read_roof(run):
+    """The read-once bandwidth a run measured: its decode roof, else its own read measurement."""
+    roof = (run.get("decode") or {}).get("roof") or {}
+    return roof.get("read_gbs") or run["peak"]["bandwidth"].get("read_all_cores_gbs")
+
+
+def machine_sentence(pub):
+    """Whether both runs ran on one machine, and how busy it was."""
+    a, b = pub["peers"]["machine"], pub["decode"]["machine"]
+    same = all(a[key] == b[key] for key in ("cpu", "cores", "isa"))
+    loads = [a["load_average"], pub["peers"]["load_average_end"], b["load_average"], pub["decode"]["load_average_end"]]
+    first = ("Both runs ran on the same machine (the same CPU, cores and instruction sets)." if same else
+             "The two runs report different machines, so their numbers must not be mixed.")
+    busy = ("the machine was shared with other work" if max(loads) > a["cores"] / 2 else "the machine was nearly idle")
+    return (f"{first} The load average (runnable processes, on {a['cores']} cores) was {_span(loads, '.1f')} at the "
+            f"starts and ends of the runs: {busy}.")
+
+
+# ------------------------------------------------------------------ decoding
+
+def decode_rows(pub, impl="jit"):
+    return [r for r in pub["decode"]["decode"]["rows"] if r["impl"] == impl]
+
+
+def _decode(pub, impl, t_k, t_q, key="seconds"):
+    return next((r.get(key) for r in pub["decode"]["decode"]["rows"]
+                 if (r["impl"], r["t_k"], r["t_q"]) == (impl, t_k, t_q)), None)
+
+
+def chunk_ratio(pub, t_k, impl="jit"):
+    """T_q = 4 time over T_q = 1 time at one T_k (None if either is missing)."""
+    one, four = _decode(pub, impl, t_k, 1), _decode(pub, impl, t_k, 4)
+    return four / one if one and four else None
+
+
+def t_ks(pub):
+    return sorted({r["t_k"] for r in pub["decode"]["decode"]["rows"]})
+
+
+def decode_table(pub):
+    """Rows: T_k, MiB of K and V, then per T_q: jit ms, share of the read bandwidth, torch time /
+    jit time; and T_q = 4 time / T_q = 1 time."""
+    def fmt(value, spec, scale=1):
+        return "-" if value is None else format(value * scale, spec)
+
+    header = ["T_k", "K and V (MiB)", "T_q = 1: ms", "share of read bandwidth", "torch / jit",
+              "T_q = 4: ms", "share of read bandwidth", "torch / jit", "T_q = 4 / T_q = 1"]
+    rows = [header]
+    for t_k in t_ks(pub):
+        size = next(r["kv_bytes"] for r in pub["decode"]["decode"]["rows"] if r["t_k"] == t_k)
+        cells = [str(t_k), f"{size / 2**20:.0f}"]
+        for t_q in (1, 4):
+            cells += [fmt(_decode(pub, "jit", t_k, t_q), ".1f", 1e3), fmt(_decode(pub, "jit", t_k, t_q, "read_fraction"), ".0%"),
+                      fmt(_decode(pub, "jit", t_k, t_q, "torch_over_this"), ".2f")]
+        rows.append(cells + [fmt(chunk_ratio(pub, t_k), ".2f")])
+    return rows
+
+
+def _goal_clause(what, values, meets):
+    """'met at T_k = a and b (x, y); missed at T_k = c (z)' for values {t_k: (value, text)}."""
+    met = [t for t, (v, _) in values.items() if meets(v)]
+    missed = [t for t, (v, _) in values.items() if not meets(v)]
+    said = lambda ts: f"T_k = {and_list(map(str, ts))} ({', '.join(values[t][1] for t in ts)})"
+    if not values:
+        return f"{what}: not measured"
+    if not missed:
+        return f"{what}: met at every T_k measured, {said(met)}"
+    if not met:
+        return f"{what}: missed at every T_k measured, {said(missed)}"
+    return f"{what}: met at {said(met)}, missed at {said(missed)}"
+
+
+def decode_goals_sentence(pub):
+    """The three decoding goals of issue 23, goal by goal, at each T_k the run measured."""
+    share, over, chunk = {}, {}, {}
+    for t_k in t_ks(pub):
+        s, o, c = _decode(pub, "jit", t_k, 1, "read_fraction"), _decode(pub, "jit", t_k, 1, "torch_over_this"), chunk_ratio(pub, t_k)
+        if s is not None:
+            share[t_k] = (s, f"{s:.0%}")
+        if o is not None:
+            over[t_k] = (o, f"{o:.2f}")
+        if c is not None:
+            chunk[t_k] = (c, f"{c:.2f}")
+    return ("; ".join([
+        _goal_clause(f"At least {GOALS['read_share']:.0%} of the read bandwidth with T_q = 1", share,
+                     lambda v: v >= GOALS["read_share"]),
+        _goal_clause(f"at least {GOALS['over_torch']:g} times torch SDPA's speed with enable_gqa=True", over,
+                     lambda v: v >= GOALS["over_torch"]),
+        _goal_clause(f"a chunk of T_q = 4 within {GOALS['chunk_over_single']:g} times the T_q = 1 time", chunk,
+                     lambda v: v <= GOALS["chunk_over_single"]),
+    ]) + ".")
+
+
+def decode_peers_sentence(pub):
+    """jit against each decoding peer: the range of their time over jit's time (paired rounds
+    with torch, medians of the rounds for the others), or why a peer was not timed."""
+    rows = pub["decode"]["decode"]["rows"]
+    names = [n for n in dict.fromkeys(r["impl"] for r in rows) if n != "jit"]
+    faster, slower, untimed = [], [], []
+    for name in names:
+        ratios = [_decode(pub, name, r["t_k"], r["t_q"]) / r["seconds"] for r in decode_rows(pub)
+                  if r.get("seconds") and _decode(pub, name, r["t_k"], r["t_q"])]
+        if not ratios:
+            untimed.append(name)
+        elif min(ratios) > 1:
+            faster.append((name, ratios))
+        else:
+            slower.append((name, ratios))
+    parts = []
+    if faster:
+        parts.append(f"Decoding, attncore.jit took less time than {and_list(title(n) for n, _ in faster)} at every T_k "
+                     f"and T_q (their medians were {_span([x for _, rs in faster for x in rs])} times jit's)")
+    for name, ratios in slower:
+        parts.append(f"{title(name)} took less time than jit in at least one case (its median time was "
+                     f"{_span(ratios)} times jit's)")
+    if untimed:
+        parts.append(f"{and_list(map(title, untimed))} {'was' if len(untimed) == 1 else 'were'} not timed")
+    return ("; ".join(parts) or "Decoding, no peer was timed") + "."
+
+
+def memory_bound(pub, t_k, t_q=1):
+    """The two floors of one decoding step: bytes of K and V over the run's read bandwidth, and
+    its flops (4 H_q T_q T_k d) over the run's sgemm peak; the intensity (flop per byte) and the
+    ridge (peak / bandwidth). Times in seconds; None where the run lacks a measurement."""
+    s = pub["decode"]["decode"]["settings"]
+    size = kv_bytes(t_k, s["h_kv"], s["d"], s["batch"])
+    flops = 4 * s["batch"] * s["h_q"] * t_q * t_k * s["d"]
+    bandwidth, peak = _read_roof(pub["decode"]), pub["decode"]["peak"]["measured_gflops"]
+    return {"bytes": size, "flops": flops, "read_s": size / (bandwidth * 1e9), "compute_s": flops / (peak * 1e9),
+            "intensity": flops / size, "ridge": peak / bandwidth, "bandwidth_gbs": bandwidth, "peak_gflops": peak,
+            "measured_s": _decode(pub, "jit", t_k, t_q)}
+
+
+def memory_bound_sentence(pub):
+    """Why decoding is memory-bound, from the run's own bandwidth and peak at its longest cache."""
+    t_k = t_ks(pub)[-1]
+    one, four = memory_bound(pub, t_k, 1), memory_bound(pub, t_k, 4)
+    side = lambda m: "below" if m["intensity"] < m["ridge"] else "at or above"
+    text = (f"At T_k = {t_k} one step reads K and V once, {one['bytes'] / 2**20:.0f} MiB: at the run's read bandwidth of "
+            f"{one['bandwidth_gbs']:.1f} GB/s that takes at least {one['read_s'] * 1e3:.1f} ms, while its "
+            f"{one['flops'] / 1e9:.2f} GFLOP take {one['compute_s'] * 1e3:.1f} ms at the run's sgemm peak of "
+            f"{one['peak_gflops']:.0f} GFLOP/s. That is {one['intensity']:.0f} flop per byte, {side(one)} the ridge at "
+            f"{one['ridge']:.3g}: ")
+    text += ("the bus, not the arithmetic, sets the time. " if one["intensity"] < one["ridge"] else
+             "on this machine the arithmetic, not the bus, would set the time. ")
+    if one["measured_s"]:
+        text += (f"attncore.jit took {one['measured_s'] * 1e3:.1f} ms, so it read at {one['read_s'] / one['measured_s']:.0%} "
+                 "of that bandwidth. ")
+    text += (f"A chunk of T_q = 4 does four times the flops on the same bytes, {four['intensity']:.0f} flop per byte, "
+             f"{side(four)} the ridge")
+    ratio = chunk_ratio(pub, t_k)
+    if four["intensity"] < four["ridge"] and ratio is not None:
+        text += (f", so in principle it costs what one token costs; it took {ratio:.2f} times as long"
+                 + (": the extra time is the kernel's work, not the bus's." if ratio > 1 + TOLERANCE else "."))
+    else:
+        text += "."
+    return text
+
+
+def cache_sentence(pub):
+    """Whether K and V could sit in the last-level cache the decoding run's machine reports."""
+    cache = pub["decode"]["decode"]["roof"].get("last_level_cache_bytes")
+    if not cache:
+        return "The machine reports no last-level cache size, so the run cannot say whether K and V fit in it."
+    fits = sorted({r["t_k"] for r in decode_rows(pub) if r["fits_in_cache"]})
+    text = f"The machine reports a last-level cache of {cache / 2**20:.0f} MiB. "
+    if not fits:
+        return text + "K and V are larger than it at every T_k measured, so they come from memory."
+    return (text + f"K and V fit in it at T_k = {and_list(map(str, fits))}, so there the measured bandwidth is not a "
+            "hard ceiling: part of the bytes may come from the cache.")
+
+
+# ------------------------------------------------------------------ bfloat16
+
+def bf16_sentence(run):
+    """What the run timed of jit's bfloat16 paths: speed against the float32 path and against
+    OpenVINO's default precision (with the goals of issue 23), or that it timed none."""
+    own = [name for name in peers_of(run, own_bf16=True) if any(e[2] for e in entries(run, name))]
+    if not own:
+        return ("This run did not time jit's bfloat16 paths: its speed against float32 is not in the published "
+                "results (the harness times them now, as rows jit_bf16 and jit_bf16_emulated, in a run such as "
+                "python -m benchmarks.harness --sizes 1024 4096 16384).")
+    parts = []
+    openvino = {(n, c): (r, e) for n, c, r, e, _ in entries(run, "openvino_default") if r}
+    for name in own:
+        timed = [(n, c, r, e) for n, c, r, e, _ in entries(run, name) if r]
+        speed = [1 / r for *_, r, _ in timed]
+        met = [t for t, s in zip(timed, speed) if s >= GOALS["bf16_over_f32"]]
+        parts.append(f"{title(name)} ran at {_span(speed)} times the float32 path's speed, so the goal of "
+                     f"{GOALS['bf16_over_f32']:g} times is " + ("met at every shape" if len(met) == len(timed) else
+                                                               f"met at {_shapes(met)} only" if met else "missed at every shape"))
+        versus = [(n, c, openvino[n, c][0] / r, e <= openvino[n, c][1]) for n, c, r, e in timed if (n, c) in openvino]
+        if versus:
+            both = [v for v in versus if v[2] >= GOALS["bf16_over_openvino"] and v[3]]
+            no_larger = [v for v in versus if v[3]]
+            parts.append(f"against OpenVINO's default precision it ran at {_span([v[2] for v in versus])} times its speed, "
+                         "with an error no larger than OpenVINO's at "
+                         f"{'every shape' if len(no_larger) == len(versus) else _shapes(no_larger)}: "
+                         f"the goal ({GOALS['bf16_over_openvino']:g} times as fast, error no larger) is "
+                         + ("met at every shape" if len(both) == len(versus) else f"met at {_shapes(both)} only" if both
+                            else "missed at every shape"))
+    return "; ".join(parts) + "."
+
+
+def error_comparison(mine, theirs, tolerance=0.1):
+    """'smaller than', 'larger than' or 'about the same as' for two errors (10% counts as the same)."""
+    if mine < theirs * (1 - tolerance):
+        return "smaller than"
+    if mine > theirs * (1 + tolerance):
+        return "larger than"
+    return "about the same as"
+
+
+def openvino_errors(run):
+    """{(n, causal): max |error|} of OpenVINO's default precision where the run checked it."""
+    return {(n, c): e for n, c, _, e, _ in entries(run, "openvino_default") if e is not None}
+
+
+def bf16_error_sentence(errors, run, native):
+    """errors: {(n, causal): max |error| against float64} of precision="bf16" on this build, on
+    the harness's inputs (bench.impls.inputs); native: whether it ran on vdpbf16ps. Compared
+    shape by shape with OpenVINO's default precision in the run, where the run has it."""
+    how = "on vdpbf16ps" if native else "emulated in float32 (this build has no vdpbf16ps)"
+    mine = "; ".join(f"{e:.1e} at {_shape(n, c)}" for (n, c), e in errors.items())
+    text = f"With bfloat16 products {how}, this build's kernel was off from float64 by {mine}."
+    theirs = openvino_errors(run)
+    shared = [key for key in errors if key in theirs]
+    if precision(run, "openvino_default") == "float32" or not shared:
+        return text + " The published run has no reduced-precision OpenVINO error at these shapes to compare with."
+    compared_ = [f"{error_comparison(errors[key], theirs[key])} OpenVINO's {theirs[key]:.1e} at {_shape(*key)}"
+                 for key in shared]
+    return text + (f" That is {'; '.join(compared_)} (its default precision, {precision(run, 'openvino_default')}, "
+                   "in the published run, on the same inputs).")
+
+
+def simplex_sentence(reports):
+    """reports: {causal: invariants.RowReport} of weights computed with precision="bf16" (the
+    output for V = the identity is the weight matrix itself)."""
+    on = [c for c, r in reports.items() if r.on_simplex]
+    worst = max(r.worst_row_error for r in reports.values())
+    atol = min(r.atol for r in reports.values())
+    if len(on) == len(reports):
+        return (f"Every row of those weights is on the simplex: entries in [0, 1], and no row sum further than "
+                f"{worst:.1e} from 1, within the float32 tolerance of {atol:.1e}.")
+    return (f"Not every row of those weights is on the simplex ({', '.join(str(r) for r in reports.values())}): the "
+            f"worst row sum is {worst:.1e} from 1, against the float32 tolerance of {atol:.1e}.")
+
+
+def markdown(rows):
+    """A table (header first) as Markdown."""
+    lines = ["| " + " | ".join(rows[0]) + " |", "|" + "---|" * len(rows[0])]
+    return "\n".join(lines + ["| " + " | ".join(row) + " |" for row in rows[1:]])
