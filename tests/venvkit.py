@@ -1,24 +1,47 @@
 """A fresh virtual environment with the wheel built from this checkout, for the tests that
-use attncore as a learner who ran `pip install attncore` would."""
+use attncore as a learner who ran `pip install attncore` would.
+
+The wheel is built, and the new venv installs, from WHEELHOUSE only (pip --no-index): wheels
+of the versions this checkout's venv runs (constraints.txt) and of the build backend, kept in
+that venv. A run asks the package index
+only for what the wheelhouse lacks, so once it is filled the tests need no network.
+"""
 import os
 import shutil
 import subprocess
 import sys
+import tomllib
 import venv
+from pathlib import Path
 
 from .gradekit import ROOT
 
+WHEELHOUSE = Path(sys.prefix) / "wheelhouse"
+
 
 def venv_with_wheel(base, extras="", *more):
-    """The python of a new venv in base with the wheel (and [extras], and pip args more)."""
-    subprocess.run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps",
+    """The python of a new venv in base with the wheel (and [extras], and the requirements more)."""
+    offline = ["--no-index", "--find-links", str(WHEELHOUSE)]
+    _fill_wheelhouse(*tomllib.loads((ROOT / "pyproject.toml").read_text())["build-system"]["requires"])
+    subprocess.run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", *offline,
                     "--wheel-dir", str(base / "dist"), str(_source_copy(base))], check=True)
     (wheel,) = (base / "dist").glob("attncore-*.whl")
     venv.create(base / "venv", with_pip=True)
     python = base / "venv" / "bin" / "python"
     target = f"attncore[{extras}] @ {wheel.as_uri()}" if extras else str(wheel)
-    subprocess.run([str(python), "-m", "pip", "install", "--quiet", target, *more], check=True)
+    _fill_wheelhouse(target, *more)
+    subprocess.run([str(python), "-m", "pip", "install", "--quiet", *offline, target, *more], check=True)
     return python
+
+
+def _fill_wheelhouse(*requirements):
+    """Put wheels of requirements and their dependencies into WHEELHOUSE, at the versions of
+    constraints.txt; from the package index only if the wheelhouse cannot resolve them."""
+    download = [sys.executable, "-m", "pip", "download", "--quiet", "--only-binary", ":all:",
+                "--constraint", str(ROOT / "constraints.txt"), "--dest", str(WHEELHOUSE), *requirements]
+    offline = subprocess.run([*download, "--no-index", "--find-links", str(WHEELHOUSE)], capture_output=True)
+    if offline.returncode != 0:
+        subprocess.run(download, check=True)
 
 
 def _source_copy(base):
