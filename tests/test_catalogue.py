@@ -15,10 +15,13 @@ import pytest
 
 from attncore.grading.course.layout import function_of, parse_grade_id
 from attncore.grading.course import runner
+from attncore.grading.course.hidden_cells import hidden_cells
 from attncore.grading.engine import ASSIGNMENTS, SPECS
 from attncore.grading.engine.probe import GENERIC, STRICT_DETECTORS
 
-from .gradekit import SUITE_MODULE, in_process_verdicts, source_notebook, submission
+from .gradekit import (
+    SUITE_MODULE, in_process_verdicts, release_notebook, source_notebook, submission,
+)
 
 MODULES = SUITE_MODULE
 # Wrong solutions overflow and divide by zero on purpose; what they warn is no finding here.
@@ -114,6 +117,19 @@ def test_every_suite_is_run_by_exactly_one_test_cell(assignment):
     assert declared <= set(run), f"suites no test cell runs: {sorted(declared - set(run))}"
     assert set(run) <= declared, f"test cells naming no suite: {sorted(set(run) - declared)}"
     assert len(run) == len(set(run)), f"suites run by two cells: {sorted(run)}"
+
+
+@pytest.mark.parametrize("notebook", [source_notebook, release_notebook],
+                         ids=["solutions", "exercises"])
+@pytest.mark.parametrize("assignment", list(ASSIGNMENTS))
+def test_hidden_cells_list_their_suites_cases(assignment, notebook):
+    """The comment of a hidden test cell is made from its suite's Case descriptions."""
+    cells = nbformat.read(notebook(assignment), as_version=4).cells
+    stale = [cell.metadata["nbgrader"]["grade_id"] for cell, text in hidden_cells(cells)
+             if cell.source != text]
+    assert not stale, (f"hidden cells that do not list their suite's cases: {stale}; run "
+                       f"`python -m attncore.grading.course.hidden_cells`, then "
+                       f"`make exercises FORCE=1`")
 
 
 @pytest.mark.parametrize("assignment", list(ASSIGNMENTS))
