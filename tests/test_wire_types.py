@@ -1,5 +1,9 @@
 """course.wire carries the library values listed in course.wire_types, and nothing else.
 
+The list lives in course/, not in the suites, because the worker reads it and must not
+import the engine; what the suites pass is checked against it here instead: every
+argument of every case arrives as itself.
+
 wire.py names no exercise type: every listed record (a frozen dataclass) and every listed
 named value round-trips here from the list alone, a record type added to the list travels
 without a change to wire.py, and what a worker sends that is not listed (another type, a
@@ -14,6 +18,7 @@ import numpy as np
 import pytest
 
 from attncore.grading.course import wire, wire_types
+from attncore.grading.engine import SPECS
 
 
 def example(kind):
@@ -96,3 +101,31 @@ def test_what_is_not_listed_arrives_opaque_and_imports_nothing():
     ):
         assert isinstance(wire.decode(data), wire.Opaque), data
     assert set(sys.modules) == loaded
+
+
+def arrives_as_itself(value, back):
+    """back is value: the same arrays, records of the same type field by field, the same
+    named values (the very object), containers of such."""
+    if isinstance(value, np.ndarray):
+        return isinstance(back, np.ndarray) and back.dtype == value.dtype and np.array_equal(
+            value, back, equal_nan=True)
+    if isinstance(value, (list, tuple)):
+        return type(back) is type(value) and len(back) == len(value) and all(
+            map(arrives_as_itself, value, back))
+    if isinstance(value, dict):
+        return isinstance(back, dict) and back.keys() == value.keys() and all(
+            arrives_as_itself(value[k], back[k]) for k in value)
+    if dataclasses.is_dataclass(value):
+        return type(back) is type(value) and all(
+            arrives_as_itself(getattr(value, f.name), getattr(back, f.name))
+            for f in dataclasses.fields(value))
+    return back is value if callable(value) else (type(back) is type(value) and back == value)
+
+
+@pytest.mark.parametrize("function", list(SPECS))
+def test_every_argument_a_suite_passes_arrives_as_itself(function):
+    """The suites declare, by what their cases pass, which library values must travel."""
+    for suite, cases in SPECS[function].suites.items():
+        for case in cases:
+            arguments = case.make()
+            assert arrives_as_itself(arguments, over_the_wire(arguments)), (suite, case.description)

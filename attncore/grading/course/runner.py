@@ -44,7 +44,12 @@ ASSIGNMENT_OF = {name: names for names in ASSIGNMENTS.values() for name in names
 
 @dataclass(frozen=True)
 class CellVerdict:
-    """The grade of one test cell: passed or not, the feedback, and notes that cost nothing."""
+    """The grade of one test cell: passed or not, the feedback, and notes that cost nothing.
+
+    engine.Verdict (passed, message, notes) is what run_suite knows; this adds what only
+    the course knows (the sandbox and the seed, the cell's load problem, the stand-ins)
+    and renders the cell's text, so the engine stays free of cells and workers.
+    """
 
     passed: bool
     message: str
