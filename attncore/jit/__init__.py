@@ -51,11 +51,16 @@ for the sums in `softmax`: -inf marks masked scores, so no-inf or no-NaN
 assumptions would be wrong here.
 
 Kernels are compiled with cache=True (a second process loads the machine code
-from __pycache__ or NUMBA_CACHE_DIR; each path is its own signature) and
-parallel=True: prange over threads, each taking tasks from a shared counter (see
-_flash); NUMBA_NUM_THREADS sets the thread count. A kernel's cache entry is
-stamped with every file of this package, not only the one that defines it
-(compiling.py), so the kernels can inline code from neighbouring files.
+instead of compiling it; each path is its own signature). The cache goes where
+Numba puts it: the folder NUMBA_CACHE_DIR names if set (CI sets it), else
+attncore/jit/__pycache__ beside the source (ignored by git; one entry per kernel
+and signature compiled, tens of MB once every path has run; safe to delete), else,
+when that folder is not writable (a system-wide install), the user's cache folder.
+A kernel's cache entry is stamped with every file of this package, not only the
+one that defines it (compiling.py), so the kernels can inline code from
+neighbouring files. Kernels run with parallel=True: prange over threads, each
+taking tasks from a shared counter (see _flash); NUMBA_NUM_THREADS sets the
+thread count.
 
 One file per job, from the bottom up:
 
