@@ -168,6 +168,7 @@ def test_published_run_says_what_it_never_measured():
     assert ceilings["measured_per_core"] == pub["peak"]["sgemm_1t_gflops"]
     assert ceilings["theoretical_per_core"] * ceilings["cores"] == pytest.approx(ceilings["theoretical"])
     assert story.ridge(ceilings) is None
+    assert ceilings["measured_clock_ghz"] is None and ceilings["theoretical_at_measured_clock"] is None
 
 
 def test_a_zen4_build_draws_its_own_points_under_its_own_roofs():

@@ -7,6 +7,8 @@ file, and checked against the numbers it prints (tests/test_ch7_glue.py).
 """
 import statistics
 
+from .clock import peak_at
+
 
 # ------------------------------------------------------------------ verdict words
 
@@ -416,7 +418,7 @@ def clock_sentence(clock_one, clock_all, theory):
             f"{every:.2f} GHz with all {theory['cores']} cores running chains at once, against {said}")
     if not reported:
         return text + "."
-    at_clock = theory["cores"] * theory["fma_pipes"] * theory["lanes"] * 2 * every
+    at_clock = peak_at(theory, every)
     return (text + f": with every core busy the cores ran {compared_as(every, reported)} the reported clock. At the "
             f"measured all-core clock the peak formula gives {at_clock:.0f} GFLOP/s instead of "
             f"{theory['gflops']:.0f}.")
@@ -496,7 +498,7 @@ def packing_sentence(tile_fraction, products_share):
     """tile_fraction: the micro-kernel's tile product rate over one thread's large product;
     products_share: the products' share of the kernel's time (its profile)."""
     if tile_fraction >= 1:
-        return ("The tile product already runs as fast as one thread's large product, which packs both of its "
+        return ("The tile product already runs at least as fast as one thread's large product, which packs both of its "
                 "operands, so there is no measured gap for packing A to close here.")
     bound = 1 / ((1 - products_share) + products_share * tile_fraction)
     return (f"If packing A brought the tile products up to one thread's large product (which packs both of its "
