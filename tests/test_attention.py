@@ -2,7 +2,6 @@
 kv_head_map against the plain-loop references, and the properties of attention."""
 import math
 
-import hypothesis.extra.numpy as hnp
 import numpy as np
 import pytest
 from hypothesis import given
@@ -11,6 +10,8 @@ from hypothesis import strategies as st
 import attncore as ac
 import reference as ref
 from attncore import masks
+
+from .strategies import dtypes, qkv_problems, random_qkv
 
 
 def ref_attention_nd(q, k, v, mask=None, scale=None):
@@ -29,11 +30,6 @@ def ref_attention_nd(q, k, v, mask=None, scale=None):
         o, w = ref.attention(q[index], k[index], v[index], None if mask is None else mask[index], scale)
         out[index], weights[index] = o, w
     return out, weights
-
-
-def _qkv(rng, dtype, q_shape, k_shape, v_shape, bound=2.0):
-    draw = lambda shape: rng.uniform(-bound, bound, size=shape).astype(dtype)  # noqa: E731
-    return draw(q_shape), draw(k_shape), draw(v_shape)
 
 
 def _close(got, want, atol):
@@ -73,7 +69,7 @@ def test_attention_scores_default_and_custom_scale(rng):
 
 
 def test_attention_weights_match_reference_with_mask(rng, dtype):
-    q, k, _ = _qkv(rng, dtype, (2, 5, 4), (2, 5, 4), (2, 5, 4))
+    q, k, _ = random_qkv(rng, dtype, (2, 5, 4), (2, 5, 4), (2, 5, 4))
     mask = masks.causal(5)
     got = ac.attention_weights(q, k, mask=mask)
     want = ref_attention_nd(q, k, k, mask)[1]
@@ -101,7 +97,7 @@ CASES = {
 @pytest.mark.parametrize("case", CASES, ids=list(CASES))
 def test_attention_matches_reference(rng, dtype, case):
     q_shape, k_shape, v_shape, make_mask = CASES[case]
-    q, k, v = _qkv(rng, dtype, q_shape, k_shape, v_shape)
+    q, k, v = random_qkv(rng, dtype, q_shape, k_shape, v_shape)
     mask = None if make_mask is None else make_mask()
     out, weights = ac.attention(q, k, v, mask=mask, return_weights=True)
     want_out, want_w = ref_attention_nd(q, k, v, mask)
@@ -115,7 +111,7 @@ def test_attention_matches_reference(rng, dtype, case):
 
 
 def test_attention_custom_scale(rng):
-    q, k, v = _qkv(rng, np.float64, (3, 4), (5, 4), (5, 2))
+    q, k, v = random_qkv(rng, np.float64, (3, 4), (5, 4), (5, 2))
     out, w = ac.attention(q, k, v, scale=0.3, return_weights=True)
     want_out, want_w = ref.attention(q, k, v, scale=0.3)
     _close(w, want_w, 1e-13)
@@ -123,7 +119,7 @@ def test_attention_custom_scale(rng):
 
 
 def test_fully_masked_query_gives_zero_weights_and_output(dtype, rng):
-    q, k, v = _qkv(rng, dtype, (2, 4, 3), (2, 5, 3), (2, 5, 2))
+    q, k, v = random_qkv(rng, dtype, (2, 4, 3), (2, 5, 3), (2, 5, 2))
     mask = np.ones((4, 5), bool)
     mask[1] = False
     with np.errstate(all="raise"):
@@ -158,7 +154,7 @@ def test_attention_on_large_scores_does_not_overflow(dtype):
 
 
 def test_mixed_dtypes_promote(rng):
-    q, k, v = _qkv(rng, np.float32, (3, 4), (5, 4), (5, 2))
+    q, k, v = random_qkv(rng, np.float32, (3, 4), (5, 4), (5, 2))
     assert ac.attention(q, k, v.astype(np.float64)).dtype == np.float64
     assert ac.attention(q, k, v).dtype == np.float32
 
@@ -189,7 +185,7 @@ def _ref_gqa_nd(q, k, v, mask=None):
 @pytest.mark.parametrize("masked", [False, True])
 def test_gqa_matches_reference_head_loop(rng, dtype, n_q, n_kv, masked):
     b, t_q, t_k, d, d_v = 2, 3, 5, 4, 3
-    q, k, v = _qkv(rng, dtype, (b, n_q, t_q, d), (b, n_kv, t_k, d), (b, n_kv, t_k, d_v))
+    q, k, v = random_qkv(rng, dtype, (b, n_q, t_q, d), (b, n_kv, t_k, d), (b, n_kv, t_k, d_v))
     mask = None
     if masked:  # a different mask per batch and query head
         mask = rng.random((b, n_q, t_q, t_k)) < 0.7
@@ -204,7 +200,7 @@ def test_gqa_matches_reference_head_loop(rng, dtype, n_q, n_kv, masked):
 
 
 def test_gqa_with_shared_mask_and_unbatched_inputs(rng, dtype):
-    q, k, v = _qkv(rng, dtype, (6, 5, 4), (2, 5, 4), (2, 5, 3))
+    q, k, v = random_qkv(rng, dtype, (6, 5, 4), (2, 5, 4), (2, 5, 3))
     mask = masks.causal(5)
     out = ac.grouped_query_attention(q, k, v, mask=mask)
     want = _ref_gqa_nd(q, k, v, mask)[0]
@@ -213,7 +209,7 @@ def test_gqa_with_shared_mask_and_unbatched_inputs(rng, dtype):
 
 def test_gqa_leading_dims_broadcast(rng):
     # kv heads shared by every batch element: k, v have no batch axis
-    q, k, v = _qkv(rng, np.float64, (3, 4, 2, 4), (2, 6, 4), (2, 6, 5))
+    q, k, v = random_qkv(rng, np.float64, (3, 4, 2, 4), (2, 6, 4), (2, 6, 5))
     out = ac.grouped_query_attention(q, k, v)
     assert out.shape == (3, 4, 2, 5)
     _close(out, _ref_gqa_nd(q, k, v)[0], 1e-12)
@@ -221,7 +217,7 @@ def test_gqa_leading_dims_broadcast(rng):
 
 @pytest.mark.parametrize("n_q,n_kv", HEADS)
 def test_gqa_equals_attention_with_repeated_kv_heads(rng, n_q, n_kv):
-    q, k, v = _qkv(rng, np.float64, (2, n_q, 4, 8), (2, n_kv, 6, 8), (2, n_kv, 6, 3))
+    q, k, v = random_qkv(rng, np.float64, (2, n_q, 4, 8), (2, n_kv, 6, 8), (2, n_kv, 6, 3))
     group = n_q // n_kv
     repeated = ac.attention(q, np.repeat(k, group, axis=-3), np.repeat(v, group, axis=-3))
     _close(ac.grouped_query_attention(q, k, v), repeated, 1e-12)
@@ -230,7 +226,7 @@ def test_gqa_equals_attention_with_repeated_kv_heads(rng, n_q, n_kv):
 @pytest.mark.parametrize("n_q,n_kv", [(4, 2), (6, 3), (6, 2), (8, 2)])
 def test_gqa_is_not_tiled_kv_heads(rng, n_q, n_kv):
     """The classic mistake: np.tile gives heads [0, 1, 0, 1], the right order is [0, 0, 1, 1]."""
-    q, k, v = _qkv(rng, np.float64, (n_q, 4, 8), (n_kv, 6, 8), (n_kv, 6, 3))
+    q, k, v = random_qkv(rng, np.float64, (n_q, 4, 8), (n_kv, 6, 8), (n_kv, 6, 3))
     group = n_q // n_kv
     tiled = ac.attention(q, np.tile(k, (group, 1, 1)), np.tile(v, (group, 1, 1)))
     out = ac.grouped_query_attention(q, k, v)
@@ -253,23 +249,7 @@ def test_kv_head_map_is_repeat_not_tile():
 
 # --------------------------------------------------------------------------- properties
 
-dtypes = st.sampled_from([np.float32, np.float64])
-BOUND = 3.0
-
-
-@st.composite
-def qkv_problems(draw, max_t=7, max_d=5, masked=True, bound=BOUND):
-    """(q, k, v, mask) for one head: q (T_q, d_k), k (T_k, d_k), v (T_k, d_v), mask or None."""
-    dtype = draw(dtypes)
-    t_q, t_k = draw(st.integers(1, max_t)), draw(st.integers(1, max_t))
-    d_k, d_v = draw(st.integers(1, max_d)), draw(st.integers(1, max_d))
-    width = 32 if dtype == np.float32 else 64
-    elements = st.floats(-bound, bound, allow_nan=False, allow_infinity=False, width=width)
-    q = draw(hnp.arrays(dtype, (t_q, d_k), elements=elements))
-    k = draw(hnp.arrays(dtype, (t_k, d_k), elements=elements))
-    v = draw(hnp.arrays(dtype, (t_k, d_v), elements=elements))
-    mask = draw(st.none() | hnp.arrays(np.bool_, (t_q, t_k))) if masked else None
-    return q, k, v, mask
+BOUND = 3.0  # the entries of qkv_problems
 
 
 def _tolerances(q, k):
@@ -378,7 +358,7 @@ def test_scores_up_to_1e4_give_finite_weights(dtype, d, t, seed):
 def test_gqa_equals_mha_with_repeated_kv_property(dtype, heads, t_q, t_k, seed, masked):
     n_q, n_kv = heads
     rng = np.random.default_rng(seed)
-    q, k, v = _qkv(rng, dtype, (n_q, t_q, 3), (n_kv, t_k, 3), (n_kv, t_k, 2), bound=BOUND)
+    q, k, v = random_qkv(rng, dtype, (n_q, t_q, 3), (n_kv, t_k, 3), (n_kv, t_k, 2), bound=BOUND)
     mask = rng.random((n_q, t_q, t_k)) < 0.6 if masked else None
     out, w = ac.grouped_query_attention(q, k, v, mask=mask, return_weights=True)
     group = n_q // n_kv

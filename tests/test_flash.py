@@ -2,7 +2,6 @@
 tile size, its log-sum-exp, row recovery from it, and the online-softmax merge."""
 import itertools
 
-import hypothesis.extra.numpy as hnp
 import numpy as np
 import pytest
 from hypothesis import given
@@ -13,16 +12,15 @@ import attncore.flash as fl
 import reference as ref
 from attncore import masks
 
+from .strategies import flash_problems, random_qkv
+
 SHAPES = [(5, 5), (7, 7), (3, 8), (8, 3), (1, 6), (6, 1), (1, 1)]
 BLOCKS = [(1, 1), (2, 3), (3, 2), (4, 4), (5, 100), (64, 64)]
 CAUSAL = [False, True, "top_left", "bottom_right"]
 
 
 def _inputs(rng, dtype, t_q, t_k, d=4, d_v=3, lead=()):
-    q = rng.uniform(-2, 2, size=(*lead, t_q, d)).astype(dtype)
-    k = rng.uniform(-2, 2, size=(*lead, t_k, d)).astype(dtype)
-    v = rng.uniform(-2, 2, size=(*lead, t_k, d_v)).astype(dtype)
-    return q, k, v
+    return random_qkv(rng, dtype, (*lead, t_q, d), (*lead, t_k, d), (*lead, t_k, d_v))
 
 
 def _mask(causal, t_q, t_k):
@@ -284,21 +282,6 @@ def test_merge_tree_shape_does_not_matter(seed, sizes, data):
 
 
 # --------------------------------------------------------------------------- properties
-
-
-@st.composite
-def flash_problems(draw):
-    dtype = draw(st.sampled_from([np.float32, np.float64]))
-    t_q, t_k = draw(st.integers(1, 12)), draw(st.integers(1, 12))
-    causal = draw(st.sampled_from([False, "top_left", "bottom_right"] + ([True] if t_q == t_k else [])))
-    d = draw(st.integers(1, 6))
-    width = 32 if dtype == np.float32 else 64
-    el = st.floats(-3, 3, allow_nan=False, allow_infinity=False, width=width)
-    q = draw(hnp.arrays(dtype, (t_q, d), elements=el))
-    k = draw(hnp.arrays(dtype, (t_k, d), elements=el))
-    v = draw(hnp.arrays(dtype, (t_k, 2), elements=el))
-    block_q, block_k = draw(st.integers(1, 14)), draw(st.integers(1, 14))
-    return q, k, v, causal, block_q, block_k
 
 
 @given(problem=flash_problems())

@@ -12,24 +12,9 @@ import attncore as ac
 import reference as ref
 from attncore.invariants import check_rows
 
+from .strategies import dtypes, finite, score_arrays
+
 AXES = [0, 1, 2, -1, -2]
-
-
-def _finite(dtype, bound):
-    width = 32 if dtype == np.float32 else 64
-    return st.floats(-bound, bound, allow_nan=False, allow_infinity=False, width=width)
-
-
-def score_arrays(dtype, bound=1e4, max_dims=3, max_side=8):
-    """Arrays of finite scores of the given dtype, every dimension >= 1."""
-    return hnp.arrays(
-        dtype,
-        hnp.array_shapes(min_dims=1, max_dims=max_dims, min_side=1, max_side=max_side),
-        elements=_finite(dtype, bound),
-    )
-
-
-dtypes = st.sampled_from([np.float32, np.float64])
 
 
 def _random_mask(rng, shape, axis):
@@ -275,7 +260,7 @@ def test_softmax_rows_lie_on_the_simplex(dtype, data):
 def test_rows_with_their_own_offsets(dtype, data):
     """Each row shifted by its own offset up to 1e4: rows at very different scales."""
     x = data.draw(score_arrays(dtype, bound=20.0, max_dims=2))
-    offsets = data.draw(hnp.arrays(dtype, (*x.shape[:-1], 1), elements=_finite(dtype, 1e4)))
+    offsets = data.draw(hnp.arrays(dtype, (*x.shape[:-1], 1), elements=finite(dtype, 1e4)))
     shifted = (x + offsets).astype(dtype)
     out = ac.softmax(shifted)
     want = ref.rows_apply(ref.softmax_row, shifted)
@@ -314,7 +299,7 @@ def test_softmax_matches_reference_on_large_scores(dtype, data):
 def test_softmax_shift_invariance(dtype, data):
     x = data.draw(score_arrays(dtype, bound=100.0, max_dims=2))
     rows = x.shape[:-1]
-    c = data.draw(hnp.arrays(dtype, (*rows, 1), elements=_finite(dtype, 100.0)))
+    c = data.draw(hnp.arrays(dtype, (*rows, 1), elements=finite(dtype, 100.0)))
     shifted = (x + c).astype(dtype)
     # x + c rounds with error <= u (|x| + |c|) <= eps * 200 / 2; both rows then
     # carry the softmax rounding (softmax_atol with spread <= 400).
@@ -377,7 +362,7 @@ def test_sparsemax_shift_invariance(dtype, data):
 def test_sparsemax_rows_with_their_own_offsets(dtype, data):
     """Each row shifted by its own offset up to 1e7: still on the simplex, still the reference."""
     x = data.draw(score_arrays(dtype, bound=10.0, max_dims=2))
-    offsets = data.draw(hnp.arrays(dtype, (*x.shape[:-1], 1), elements=_finite(dtype, 1e7)))
+    offsets = data.draw(hnp.arrays(dtype, (*x.shape[:-1], 1), elements=finite(dtype, 1e7)))
     shifted = (x + offsets).astype(dtype)
     out = ac.sparsemax(shifted)
     n = x.shape[-1]
