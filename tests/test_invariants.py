@@ -77,7 +77,7 @@ def test_convex_combination_of_attention(rng):
     assert not report.convex and not report.rows_on_simplex
 
 
-def test_output_outside_hull_is_measured(rng):
+def test_output_outside_hull_is_measured():
     v = np.array([[0.0, 0.0], [1.0, 0.0], [0.0, 1.0]])
     w = np.array([[0.2, 0.3, 0.5]])
     shifted = w @ v + 1.5  # (1.8, 2.0): beyond the largest x (1) and y (1) of the values

@@ -1,14 +1,13 @@
 """Figures follow the course conventions: first query at the top, masked cells marked."""
-import matplotlib
+import matplotlib.pyplot as plt
+import numpy as np
+import pytest
+from matplotlib.patches import Rectangle
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-import pytest  # noqa: E402
-from matplotlib.patches import Rectangle  # noqa: E402
+import attncore
+from attncore import viz
 
-import attncore  # noqa: E402
-from attncore import viz  # noqa: E402
+plt.switch_backend("Agg")  # draw off-screen, whatever the machine's default backend
 
 
 @pytest.fixture(autouse=True)
@@ -59,7 +58,7 @@ def test_row_sum_bar_shows_each_row_sum(rng):
     np.testing.assert_allclose(widths, w.sum(axis=1))
 
 
-def test_rejects_batched_weights(rng):
+def test_rejects_batched_weights():
     with pytest.raises(ValueError, match=r"shape \(T_q, T_k\), got \(2, 3, 3\)"):
         viz.plot_attention(np.ones((2, 3, 3)) / 3)
 
