@@ -191,10 +191,13 @@ def causal_offset(causal: Causal, t_q: int, t_k: int, *, name: str = "causal",
     return t_k - t_q if causal == "bottom_right" else 0
 
 
-def causal_allowed(rows: ArrayLike, keys: ArrayLike, offset: int) -> BoolArray:
+def causal_allowed(rows: ArrayLike, keys: ArrayLike, offset: int, window: int | None = None) -> BoolArray:
     """The causal predicate (len(rows), len(keys)): query rows[i] may see key keys[j] when
-    keys[j] <= rows[i] + offset (offset from causal_offset)."""
-    return np.asarray(keys)[None, :] <= np.asarray(rows)[:, None] + offset
+    keys[j] <= rows[i] + offset (offset from causal_offset) and, with a sliding window, when
+    keys[j] > rows[i] + offset - window too: the last `window` keys up to the diagonal."""
+    last = np.asarray(rows)[:, None] + offset  # the last key each query sees
+    keys = np.asarray(keys)[None, :]
+    return (keys <= last) if window is None else (keys <= last) & (keys > last - window)
 
 
 def finite_or_zero(m: FloatArray) -> FloatArray:

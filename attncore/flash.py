@@ -79,7 +79,7 @@ def finalize(state: PartialSoftmax) -> tuple[FloatArray, FloatArray]:
     return out, lse.astype(state.m.dtype, copy=False)
 
 
-def _flash_one(q, k, v, scale, offset, block_q, block_k, index=()):
+def _flash_one(q, k, v, scale, offset, block_q, block_k, index=(), window=None):
     """Tiled attention of one head: q (T_q, d), k (T_k, d), v (T_k, d_v); index: its batch entry."""
     t_q, t_k = q.shape[0], k.shape[0]
     out = np.empty((t_q, v.shape[1]), dtype=q.dtype)
@@ -88,13 +88,16 @@ def _flash_one(q, k, v, scale, offset, block_q, block_k, index=()):
         q1 = min(q0 + block_q, t_q)
         rows = np.arange(q0, q1)
         state = empty_state(q1 - q0, v.shape[1], q.dtype)
-        # causal: the last row of this block sees keys j <= q1 - 1 + offset, so stop there
+        # causal: the last row of this block sees keys j <= q1 - 1 + offset, so stop there;
+        # a window: the first row sees keys j > q0 + offset - window, so start there
         k_end = t_k if offset is None else max(0, min(t_k, q1 + offset))
-        for k0 in range(0, k_end, block_k):  # inner loop streams key blocks
+        k_start = 0 if window is None else max(0, q0 + offset - window + 1)
+        for k0 in range(k_start, k_end, block_k):  # inner loop streams key blocks
             k1 = min(k0 + block_k, t_k)
             allowed = None
-            if offset is not None and k1 - 1 > q0 + offset:  # tile crosses the diagonal
-                allowed = causal_allowed(rows, np.arange(k0, k1), offset)
+            crosses_window = window is not None and k0 <= q1 - 1 + offset - window  # hidden from the last row
+            if offset is not None and (k1 - 1 > q0 + offset or crosses_window):  # a boundary runs through it
+                allowed = causal_allowed(rows, np.arange(k0, k1), offset, window)
             s = scores(q[q0:q1], k[k0:k1], scale, allowed, origin=(*index, q0, k0))  # -inf where not allowed
             state = merge(state, tile_state(s, v[k0:k1]))
         out[q0:q1], lse[q0:q1] = finalize(state)
@@ -102,23 +105,26 @@ def _flash_one(q, k, v, scale, offset, block_q, block_k, index=()):
 
 
 def flash_attention(q: ArrayLike, k: ArrayLike, v: ArrayLike, *, causal: Causal = False, block_q: int = 64,
-                    block_k: int = 64, scale: float | None = None,
-                    return_lse: bool = False) -> FloatArray | tuple[FloatArray, FloatArray]:
+                    block_k: int = 64, scale: float | None = None, return_lse: bool = False,
+                    window: int | None = None) -> FloatArray | tuple[FloatArray, FloatArray]:
     """Exact attention computed tile by tile; same result as attention(q, k, v).
 
     q (..., T_q, d_k), k (..., T_k, d_k), v (..., T_k, d_v) -> (..., T_q, d_v),
     and with return_lse also the log-sum-exp of every scaled score row (..., T_q).
     causal: False, True (square), "top_left" or "bottom_right"; blocks entirely
-    above the diagonal are skipped, never computed. float16 is computed in float32;
-    a score that overflows raises, naming q and k (tests/test_contract.py).
+    above the diagonal are skipped, never computed. window (with causal): a sliding
+    window, each query sees only the last `window` keys up to the diagonal, as
+    masks.sliding_window; blocks entirely before the window are skipped too.
+    float16 is computed in float32; a score that overflows raises, naming q and k
+    (tests/test_contract.py).
 
     Raises
     ------
     ValueError
         As attention (bad shapes or dtypes, NaN or inf, leading dimensions that do not
         broadcast, a bad scale, overflowing scores); also if causal=True with T_q != T_k or
-        causal is not one of False, True, "top_left", "bottom_right"; if block_q or block_k
-        is not a positive integer.
+        causal is not one of False, True, "top_left", "bottom_right"; if block_q, block_k
+        or window is not a positive integer, or window is given without causal.
 
     Examples
     --------
@@ -130,6 +136,9 @@ def flash_attention(q: ArrayLike, k: ArrayLike, v: ArrayLike, *, causal: Causal 
     ((2, 10, 4), (2, 10))
     >>> bool(np.allclose(out, attention(q, k, v, mask=masks.causal(10))))
     True
+    >>> local = flash_attention(q, k, v, causal=True, window=3, block_q=4, block_k=2)
+    >>> bool(np.allclose(local, attention(q, k, v, mask=masks.sliding_window(10, 3))))
+    True
     >>> flash_attention(q, k[:, :6], v[:, :6], causal=True)
     Traceback (most recent call last):
     ...
@@ -137,6 +146,7 @@ def flash_attention(q: ArrayLike, k: ArrayLike, v: ArrayLike, *, causal: Causal 
     """
     p = prepare_attention(q, k, v, causal=causal, scale=scale)
     block_q, block_k = positive_int("block_q", block_q), positive_int("block_k", block_k)
+    window = _window(window, p)
     unit = p.work.type(value_headroom(p.v, p.t_k, p.work))  # acc sums up to T_k rows of v: keep it finite
     q, k, v = (np.broadcast_to(x.astype(p.work, copy=False), (*p.batch, *x.shape[-2:]))
                for x in (p.q, p.k, p.v if unit == 1 else p.v.astype(p.work) / unit))
@@ -144,23 +154,35 @@ def flash_attention(q: ArrayLike, k: ArrayLike, v: ArrayLike, *, causal: Causal 
     lse = np.empty((*p.batch, p.t_q), p.work)
     for index in np.ndindex(*p.batch):
         out[index], lse[index] = _flash_one(q[index], k[index], v[index], p.scale, p.offset, block_q, block_k,
-                                            index)
+                                            index, window)
     out, lse = (out * unit).astype(p.dtype, copy=False), lse.astype(p.dtype, copy=False)
     return (out, lse) if return_lse else out
 
 
+def _window(window: int | None, p: Prepared) -> int | None:
+    """window as a positive int, or None; it needs the diagonal that causal places."""
+    if window is None:
+        return None
+    window = positive_int("window", window)
+    if p.offset is None:
+        raise ValueError(f"window={window} needs causal: the window is the last {window} keys up to the "
+                         f"diagonal, and causal ('top_left' or 'bottom_right') says where the diagonal is")
+    return window
+
+
 def weights_from_lse(q: ArrayLike, k: ArrayLike, lse: ArrayLike, rows: ArrayLike | None = None, *,
-                     causal: Causal = False, scale: float | None = None) -> FloatArray:
+                     causal: Causal = False, scale: float | None = None, window: int | None = None) -> FloatArray:
     """Recover rows of the weight matrix exactly: A_ij = exp(scale q_i . k_j - lse_i).
 
     q (..., T_q, d_k) and lse (..., T_q) are the full query block returned with
-    return_lse; rows selects query indices (default all). Returns (..., len(rows), T_k).
+    return_lse; rows selects query indices (default all); causal and window as given to
+    flash_attention. Returns (..., len(rows), T_k).
     This is how one inspects attention that a fused kernel never materialised.
 
     Raises
     ------
     ValueError
-        As attention_scores for q and k, and for causal as flash_attention; also if lse is
+        As attention_scores for q and k, and for causal and window as flash_attention; also if lse is
         not a floating-point array, holds NaN or +inf, does not end in T_q or has leading
         dimensions that do not broadcast with those of q and k; if rows are not integer
         query indices in [-T_q, T_q).
@@ -182,9 +204,10 @@ def weights_from_lse(q: ArrayLike, k: ArrayLike, lse: ArrayLike, rows: ArrayLike
     ValueError: lse must have shape (..., T_q) with T_q = 10 as q (2, 10, 4), got (2, 5)
     """
     p = prepare_attention(q, k, causal=causal, scale=scale)
+    window = _window(window, p)
     lse = _check_lse(lse, p)
     rows = _row_indices(rows, p.t_q)
-    allowed = None if p.offset is None else causal_allowed(rows, np.arange(p.t_k), p.offset)
+    allowed = None if p.offset is None else causal_allowed(rows, np.arange(p.t_k), p.offset, window)
     s = scores(p.q[..., rows, :].astype(p.work, copy=False), p.k.astype(p.work, copy=False), p.scale, allowed,
                rows=rows)
     lse_rows = lse[..., rows, None]

@@ -302,6 +302,61 @@ def test_flash_equals_attention_property(problem):
         assert np.all(out[~mask.any(1)] == 0)
 
 
+def _window_mask(causal, t_q, t_k, window):
+    """The mask of causal, keeping only the last `window` keys up to each query's diagonal."""
+    offset = t_k - t_q if causal == "bottom_right" else 0
+    allowed = ref.causal(t_q, t_k, "bottom_right" if offset else "top_left")
+    return np.array([[allowed[i][j] and j > i + offset - window for j in range(t_k)] for i in range(t_q)])
+
+
+@given(problem=flash_problems(), window=st.integers(1, 14))
+def test_a_sliding_window_is_the_masked_attention(problem, window):
+    """window=w: attention with each query's last w keys up to the diagonal, tile by tile,
+    and weights_from_lse with the same window recovers its weights."""
+    q, k, v, causal, block_q, block_k = problem
+    causal = causal or "bottom_right"  # a window needs a diagonal
+    out, lse = ac.flash_attention(q, k, v, causal=causal, window=window, block_q=block_q, block_k=block_k,
+                                  return_lse=True)
+    mask = _window_mask(causal, q.shape[0], k.shape[0], window)
+    want, w = ac.attention(q, k, v, mask=mask, return_weights=True)
+    w_atol, o_atol = ref.attention_atol(q.dtype, q.shape[1], k.shape[0], 3.0)
+    np.testing.assert_allclose(out, want, rtol=0, atol=2 * o_atol)
+    recovered = ac.weights_from_lse(q, k, lse, causal=causal, window=window)
+    np.testing.assert_allclose(recovered, w, rtol=0, atol=2 * w_atol)
+    assert np.all(recovered[~mask] == 0) and np.all(out[~mask.any(1)] == 0)
+
+
+def test_tiles_outside_the_window_are_skipped(monkeypatch, rng):
+    """Only tiles that hold a key some query of the block sees are computed: with 32
+    queries, blocks of 4 and a window of 3, at most two key tiles per query block."""
+    q, k, v = random_qkv(rng, np.float64, (32, 4), (32, 4), (32, 3))
+    tiles, scores = [], fl.scores
+
+    def recorded(*args, origin, **kwargs):
+        tiles.append(origin)
+        return scores(*args, origin=origin, **kwargs)
+
+    monkeypatch.setattr(fl, "scores", recorded)
+    out = ac.flash_attention(q, k, v, causal=True, window=3, block_q=4, block_k=4)
+    np.testing.assert_allclose(out, ac.attention(q, k, v, mask=masks.sliding_window(32, 3)), rtol=0, atol=1e-13)
+    visible = _window_mask(True, 32, 32, 3)
+    assert all(visible[q0:q0 + 4, k0:k0 + 4].any() for q0, k0 in tiles)
+    assert len(tiles) <= 2 * 8 < 36  # a causal pass without the window computes 36 tiles
+
+
+@pytest.mark.parametrize("window, causal, match", [
+    (0, True, r"^window must be an integer >= 1, got 0"),
+    (2.5, True, r"^window must be an integer >= 1, got 2.5"),
+    (2, False, r"^window=2 needs causal: the window is the last 2 keys up to the diagonal"),
+])
+def test_a_bad_window_is_named(window, causal, match):
+    x = np.ones((4, 2))
+    with pytest.raises(ValueError, match=match):
+        ac.flash_attention(x, x, x, causal=causal, window=window)
+    with pytest.raises(ValueError, match=match):
+        ac.weights_from_lse(x, x, np.zeros(4), causal=causal, window=window)
+
+
 def test_mixed_precision_uses_the_common_dtype_for_the_scale():
     rng = np.random.default_rng(7)
     q = rng.standard_normal((2, 5, 3)).astype(np.float32)

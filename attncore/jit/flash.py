@@ -241,7 +241,7 @@ def _run(arguments, profiling, q, k, v):
 
 def flash_attention(q, k, v, *, causal=False, block_q=None, block_k=BLOCK_K, scale=None, return_lse=False,
                     path=None, precision="f32"):
-    """attncore.flash_attention compiled: same arguments, checks and results.
+    """attncore.flash_attention compiled: same arguments (but no sliding window), checks and results.
 
     q (..., T_q, d_k), k (..., T_k, d_k), v (..., T_k, d_v) -> (..., T_q, d_v),
     with return_lse also the log-sum-exp of each scaled score row (..., T_q).
