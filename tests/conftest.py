@@ -51,6 +51,7 @@ FILES = {
     "test_benchmarks.py": CHECK,
     "test_bfloat16.py": CHECK,
     "test_book_claims.py": CHECK,
+    "test_book_claims_part2.py": CHECK,
     "test_catalogue.py": CHECK,
     "test_causal_linear_attention.py": CHECK,
     "test_ch7_glue.py": CHECK,
