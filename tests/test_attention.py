@@ -8,9 +8,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import attncore as ac
-import reference as ref
 from attncore import masks
 
+from . import reference as ref
 from .strategies import dtypes, qkv_problems, random_qkv
 
 

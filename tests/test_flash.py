@@ -9,9 +9,9 @@ from hypothesis import strategies as st
 
 import attncore as ac
 import attncore.flash as fl
-import reference as ref
 from attncore import masks
 
+from . import reference as ref
 from .strategies import flash_problems, random_qkv
 
 SHAPES = [(5, 5), (7, 7), (3, 8), (8, 3), (1, 6), (6, 1), (1, 1)]

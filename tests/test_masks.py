@@ -5,8 +5,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import attncore as ac
-import reference as ref
 from attncore import masks
+
+from . import reference as ref
 
 SIZES = [1, 2, 3, 5, 8]
 

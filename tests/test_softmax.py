@@ -9,9 +9,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import attncore as ac
-import reference as ref
 from attncore.invariants import check_rows
 
+from . import reference as ref
 from .strategies import dtypes, finite, score_arrays
 
 AXES = [0, 1, 2, -1, -2]
