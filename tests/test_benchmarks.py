@@ -104,6 +104,12 @@ def test_perf_output_is_read_and_a_missing_counter_is_never_a_count(monkeypatch)
 
     text = "<not supported>,,cycles,0,100.00,,\n12345,,instructions:u,1000,100.00,,\n\n# comment\n"
     assert clock.parse_perf_stat(text) == {"cycles": None, "instructions": 12345.0}
+    ran = type("Run", (), {"returncode": 1, "stderr": "Error:\nNo permission to enable cycles event.\n"})
+    monkeypatch.setattr(clock.shutil, "which", lambda name: "/usr/bin/perf")
+    monkeypatch.setattr(clock.subprocess, "run", lambda *args, **kwargs: ran)
+    assert clock.perf_counters() == {"available": False, "counts": None, "reason": "perf stat failed: Error:"}
+    ran.returncode, ran.stderr = 0, "1000,,cycles,5,100.00,,\n2000,,instructions,5,100.00,,\n"
+    assert clock.perf_counters()["counts"] == {"cycles": 1000.0, "instructions": 2000.0}
     monkeypatch.setattr(clock.shutil, "which", lambda name: None)
     assert clock.perf_counters() == {"available": False, "reason": "perf is not installed", "counts": None}
     assert clock.cycles_per_add() is None

@@ -130,10 +130,12 @@ def perf_counters(command=("true",), events=("cycles", "instructions")):
         return {"available": False, "reason": f"perf stat failed: {error}", "counts": None}
     counts = parse_perf_stat(run.stderr)
     missing = [e for e in events if counts.get(e) is None]
-    if run.returncode or missing:
+    if run.returncode and not counts:
+        first = next((line for line in run.stderr.splitlines() if line.strip()), "no output")
+        return {"available": False, "counts": None, "reason": f"perf stat failed: {first.strip()}"}
+    if missing:
         said = "not supported" if "<not supported>" in run.stderr else "not counted"
-        return {"available": False, "counts": None,
-                "reason": f"perf stat reports {', '.join(missing) or 'an error'} as {said}"}
+        return {"available": False, "counts": None, "reason": f"perf stat reports {', '.join(missing)} as {said}"}
     return {"available": True, "reason": "perf stat counted every event", "counts": counts}
 
 
