@@ -6,14 +6,11 @@ _sources/<page>.ipynb as the page is written): its Markdown is MyST, which Jupyt
 Colab show raw, and it has no install cell. Once the pages are written, each such copy is
 replaced with the page's paired notebook, book/<page>.ipynb (`make notebooks`), so a
 reader who downloads the page gets what Colab and Binder open. A page without its paired
-notebook is a warning, which the -W build turns into an error.
+notebook keeps the executed copy: `make notebooks` needs this build's values to write it,
+so the build cannot require it; tests/test_notebooks.py and tests/test_site.py do.
 """
 import shutil
 from pathlib import Path
-
-from sphinx.util import logging
-
-logger = logging.getLogger(__name__)
 
 
 def serve_paired_notebooks(app, exception):
@@ -24,9 +21,6 @@ def serve_paired_notebooks(app, exception):
         paired = Path(app.srcdir) / download.relative_to(sources)
         if paired.is_file():
             shutil.copyfile(paired, download)
-        else:
-            logger.warning(f"{paired.relative_to(app.srcdir)} is missing: its page's download and "
-                           "launch buttons open it (make notebooks)", location=str(paired))
 
 
 def setup(app):
