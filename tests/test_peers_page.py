@@ -172,6 +172,14 @@ def test_sentences_are_plain_text(pub):
         _plain(text)
 
 
+def test_tables_render_as_markdown(pub):
+    for table in (ps.machine_table(pub), ps.peers_table(pub["peers"]), ps.details_table(pub["peers"]), ps.decode_table(pub)):
+        lines = ps.markdown(table).split("\n")
+        assert len(lines) == len(table) + 1 and {line.count("|") for line in lines} == {len(table[0]) + 1}
+    with pytest.raises(ValueError):
+        ps.markdown([["a"], ["x | y"]])
+
+
 def test_peers_table_prints_the_ratios(pub):
     run = pub["peers"]
     table = ps.peers_table(run)

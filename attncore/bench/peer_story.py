@@ -114,7 +114,7 @@ def peers_table(run):
 def details_table(run):
     """One row per peer (jit's bf16 paths included): version, backend, precision, threads and
     its largest max |error| against float64 over the shapes it ran."""
-    rows = [["peer", "version", "backend", "precision", "threads", "max |error| vs float64"]]
+    rows = [["peer", "version", "backend", "precision", "threads", "largest error against float64"]]
     for name in peers_of(run) + peers_of(run, own_bf16=True):
         found = [r for r in run["rows"] if r["impl"] == name and r.get("details")]
         details = found[0]["details"] if found else {}
@@ -485,6 +485,8 @@ def simplex_sentence(reports):
 
 
 def markdown(rows):
-    """A table (header first) as Markdown."""
+    """A table (header first) as Markdown; a cell must not hold '|'."""
+    if any("|" in cell for row in rows for cell in row):
+        raise ValueError("a '|' in a cell would split it")
     lines = ["| " + " | ".join(rows[0]) + " |", "|" + "---|" * len(rows[0])]
     return "\n".join(lines + ["| " + " | ".join(row) + " |" for row in rows[1:]])
