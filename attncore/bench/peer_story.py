@@ -186,7 +186,7 @@ def errors_sentence(run):
     for kind, found in groups.items():
         names = and_list(title(n) for n, _ in found)
         worst = max(e for _, e in found)
-        what = "in float32" if kind == "float32" else f"with {kind} products"
+        what = "in float32" if kind == "float32" else f"with {kind.replace('_emulated', ', emulated,')} products"
         parts.append(f"{names} ({what}) stayed within {worst:.1e} of float64")
     return "Every output was checked against float64 before it was timed: " + "; ".join(parts) + "."
 
