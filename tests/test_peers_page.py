@@ -140,6 +140,7 @@ def ratios(run, name):
 
 def _plain(text):
     assert "`" not in text and "$" not in text and "{" not in text, f"glued text must be plain: {text}"
+    assert "--" not in text, f"Sphinx's smart quotes would print -- as a dash: {text}"
 
 
 # ------------------------------------------------------------------ the published file

@@ -322,7 +322,7 @@ def decode_goals_sentence(pub):
     return ("; ".join([
         _goal_clause(f"At least {GOALS['read_share']:.0%} of the read bandwidth with T_q = 1", share,
                      lambda v: v >= GOALS["read_share"]),
-        _goal_clause(f"at least {GOALS['over_torch']:g} times torch SDPA's speed with enable_gqa=True", over,
+        _goal_clause(f"at least {GOALS['over_torch']:g} times PyTorch SDPA's speed with enable_gqa=True", over,
                      lambda v: v >= GOALS["over_torch"]),
         _goal_clause(f"a chunk of T_q = 4 within {GOALS['chunk_over_single']:g} times the T_q = 1 time", chunk,
                      lambda v: v <= GOALS["chunk_over_single"]),
@@ -416,8 +416,7 @@ def bf16_sentence(run):
     own = [name for name in peers_of(run, own_bf16=True) if any(e[2] for e in entries(run, name))]
     if not own:
         return ("This run did not time jit's bfloat16 paths: its speed against float32 is not in the published "
-                "results (the harness times them now, as rows jit_bf16 and jit_bf16_emulated, in a run such as "
-                "python -m benchmarks.harness --sizes 1024 4096 16384).")
+                "results (the harness now times them in every run, as the rows jit_bf16 and jit_bf16_emulated).")
     parts = []
     openvino = {(n, c): (r, e) for n, c, r, e, _ in entries(run, "openvino_default") if r}
     for name in own:
