@@ -94,6 +94,7 @@ def mixed():
         if (r["t_k"], r["t_q"]) == (t_k, 1):
             _set_jit(pub, r, share=0.95, over_torch=4.5)
     dec["peak"]["measured_gflops"] = 20.0  # a ridge below 2 flop per byte: the compute side
+    del pub["other_peer_runs"]
     return pub
 
 
@@ -113,7 +114,7 @@ def sentences(pub):
     return {"machine": ps.machine_sentence(pub), "peers": ps.peers_sentence(run), "errors": ps.errors_sentence(run),
             "low": ps.low_precision_sentence(run), "memory": ps.memory_bound_sentence(pub),
             "goals": ps.decode_goals_sentence(pub), "decode_peers": ps.decode_peers_sentence(pub),
-            "bf16": ps.bf16_sentence(run), "cache": ps.cache_sentence(pub)}
+            "bf16": ps.bf16_sentence(run), "cache": ps.cache_sentence(pub), "runs": ps.run_to_run_sentence(pub)}
 
 
 # ------------------------------------------------------------------ helpers that read a sentence back
@@ -238,6 +239,23 @@ def test_peers_sentence_matches_each_ratio(pub):
     for name in float32:
         if all(r is None for r in ratios(run, name).values()):
             assert f"{ps.title(name)} was not timed" in text
+
+
+def test_run_to_run_sentence_lists_exactly_the_changed_verdicts(pub):
+    text = ps.run_to_run_sentence(pub)
+    if not pub.get("other_peer_runs"):
+        assert text.startswith("The file holds one peers run")
+        return
+    pairs = ps.run_to_run(pub)
+    changed = {k for k, values in pairs.items() if len({ps.compared(v, ps.TOLERANCE) for v in values}) > 1}
+    listed = re.findall(r"([A-Za-z][\w. ]+?) at N = (\d+)( causal)? \(([^)]*)\)", text.split("range over the runs): ")[-1])
+    found = {(next(n for n in ps.TITLES if ps.title(n) == peer.strip()), int(n), bool(c)) for peer, n, c, _ in listed}
+    assert found == changed if changed else "the same verdict" in text
+    for peer, n, c, span in listed:
+        key = (next(x for x in ps.TITLES if ps.title(x) == peer.strip()), int(n), bool(c))
+        assert_span(span, pairs[key])
+    if changed:
+        assert f"changed at {len(changed)} of {len(pairs)} pairs" in text
 
 
 def test_low_precision_sentence_matches(pub):
@@ -402,6 +420,6 @@ def test_the_page_glues_every_sentence():
     assert used <= set_, used - set_
     for function in ("machine_sentence", "peers_sentence", "errors_sentence", "low_precision_sentence",
                      "memory_bound_sentence", "decode_goals_sentence", "decode_peers_sentence", "bf16_sentence",
-                     "bf16_error_sentence", "simplex_sentence", "cache_sentence", "peers_table", "details_table", "machine_table",
+                     "bf16_error_sentence", "simplex_sentence", "cache_sentence", "run_to_run_sentence", "peers_table", "details_table", "machine_table",
                      "decode_table"):
         assert f"peer_story.{function}(" in page, function

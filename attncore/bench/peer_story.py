@@ -206,6 +206,42 @@ def low_precision_sentence(run):
     return "; ".join(clauses) + "."
 
 
+def run_to_run(pub):
+    """{(peer, n, causal): [ratio in the published run, then in each of pub["other_peer_runs"]]}
+    for the float32 peers, where every run timed that peer at that shape."""
+    run = pub["peers"]
+    tables = [run["peer_ratios"]] + [other["peer_ratios"] for other in pub.get("other_peer_runs", [])]
+    out = {}
+    for name in (n for n in peers_of(run) if precision(run, n) == "float32"):
+        for n, causal in shapes(run):
+            found = [next((e["ratio"] for e in table if (e["impl"], e["n"], e["causal"]) == (name, n, causal)), None)
+                     for table in tables]
+            if all(found):
+                out[name, n, causal] = found
+    return out
+
+
+def run_to_run_sentence(pub):
+    """Whether the other peers runs of the file give jit the same verdict (compared()) against each
+    float32 peer at each shape, and where they do not, how far the ratio moved."""
+    others = pub.get("other_peer_runs", [])
+    if any(o["cpu"] != pub["peers"]["machine"]["cpu"] for o in others):
+        return "The other peers runs in the file report another CPU, so their ratios are not compared with this run's."
+    if not others:
+        return "The file holds one peers run, so it cannot say how far the ratios move from one run to the next."
+    loads = _span([o["load_average"] for o in others], ".1f")
+    changed = {key: values for key, values in run_to_run(pub).items()
+               if len({compared(v, TOLERANCE) for v in values}) > 1}
+    text = (f"The file keeps the ratios of {len(others)} more {'run' if len(others) == 1 else 'runs'} of the peers "
+            f"on the same machine (load average {loads} at {'its' if len(others) == 1 else 'their'} start). ")
+    if not changed:
+        return text + "They give attncore.jit the same verdict against every float32 peer at every shape."
+    listed = "; ".join(f"{title(name)} at {_shape(n, c)} ({_span(values)})" for (name, n, c), values in changed.items())
+    return (text + f"Across the runs the verdict against a float32 peer changed at {len(changed)} of "
+            f"{len(run_to_run(pub))} pairs of a peer and a shape (in brackets, the ratio's range over the runs): {listed}. "
+            "A verdict at those shapes depends on the run, so it is not one to rely on.")
+
+
 # ------------------------------------------------------------------ the machine
 
 def machine_table(pub):
