@@ -196,8 +196,8 @@ def test_search_finds_softmax(page, base_url):
     assert page.foreign_requests == [] and page.console_errors == []
 
 
-# Pages whose text (role="main") has a formula near the word searched for, so that the
-# quotes of the results would show TeX without book/_static/search_math.js.
+# A word some of whose results are quoted from text with formulas in it: without
+# book/_static/search_math.js those quotes would show TeX.
 SEARCH_WITH_FORMULAS = "simplex"
 
 
