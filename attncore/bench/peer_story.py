@@ -12,9 +12,9 @@ Ratios are peer time / jit time, the median over the harness's paired rounds: ab
 jit took less time.
 """
 import json
-from importlib import resources
 from pathlib import Path
 
+from . import published as _package_data
 from .decode import kv_bytes
 from .story import _and as and_list  # "a, b and c" (chapter 7's sentences use the same)
 from .story import compared
@@ -36,7 +36,7 @@ TOLERANCE = 0.03  # ratios within 3% of 1 read as "about the same time" (story.c
 
 def published(name=PUBLISHED):
     """The committed peers results (package data), with "file": the name of the file read."""
-    return {**json.loads(resources.files(__package__).joinpath("results", name).read_text()), "file": name}
+    return {**_package_data(name), "file": name}
 
 
 def read(path):
