@@ -17,26 +17,31 @@ from pathlib import Path
 from .gradekit import ROOT
 
 WHEELHOUSE = Path(sys.prefix) / "wheelhouse"
+OFFLINE = ("--no-index", "--find-links", str(WHEELHOUSE))
 
 
 def venv_with_wheel(base, extras="", *more):
     """The python of a new venv in base with the wheel (and [extras], and the requirements more)."""
-    offline = ["--no-index", "--find-links", str(WHEELHOUSE)]
     _fill_wheelhouse(*tomllib.loads((ROOT / "pyproject.toml").read_text())["build-system"]["requires"])
-    subprocess.run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", *offline,
+    subprocess.run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", *OFFLINE,
                     "--wheel-dir", str(base / "dist"), str(_source_copy(base))], check=True)
     (wheel,) = (base / "dist").glob("attncore-*.whl")
     venv.create(base / "venv", with_pip=True)
     python = base / "venv" / "bin" / "python"
-    target = f"attncore[{extras}] @ {wheel.as_uri()}" if extras else str(wheel)
-    _fill_wheelhouse(target, *more)
-    subprocess.run([str(python), "-m", "pip", "install", "--quiet", *offline, target, *more], check=True)
+    pip_install(python, f"attncore[{extras}] @ {wheel.as_uri()}" if extras else str(wheel), *more)
     return python
 
 
+def pip_install(python, *args):
+    """pip install args (requirements, and options such as --no-deps) into python's venv, from WHEELHOUSE only."""
+    _fill_wheelhouse(*args)
+    subprocess.run([str(python), "-m", "pip", "install", "--quiet", *OFFLINE, *args], check=True)
+
+
 def _fill_wheelhouse(*requirements):
-    """Put wheels of requirements and their dependencies into WHEELHOUSE, at the versions of
-    constraints.txt; from the package index only if the wheelhouse cannot resolve them."""
+    """Put wheels of requirements and their dependencies (unless --no-deps is among them) into
+    WHEELHOUSE, at the versions of constraints.txt; from the package index only if the
+    wheelhouse cannot resolve them."""
     download = [sys.executable, "-m", "pip", "download", "--quiet", "--only-binary", ":all:",
                 "--constraint", str(ROOT / "constraints.txt"), "--dest", str(WHEELHOUSE), *requirements]
     offline = subprocess.run([*download, "--no-index", "--find-links", str(WHEELHOUSE)], capture_output=True)
