@@ -66,8 +66,10 @@ FILES = {
     "test_jit_bf16.py": CHECK,
     "test_jit_cache.py": CHECK,
     "test_jit_decode.py": CHECK,
+    "test_lint.py": CHECK,
     "test_masks.py": CHECK,
     "test_notebooks.py": CHECK,
+    "test_peers_page.py": CHECK,
     "test_selfcheck.py": CHECK,
     "test_softmax.py": CHECK,
     "test_stand_ins.py": CHECK,
@@ -115,6 +117,7 @@ TESTS = {
     # and compiles of other libraries; the harness's logic stays, with fakes
     "test_bench_peers.py::test_peer_agrees_with_float64": SLOW,
     "test_bench_peers.py::test_peer_decodes_grouped_query_heads": SLOW,
+    "test_bench_peers.py::test_jit_bf16_peers_are_timed_against_the_float32_path_with_their_own_bound": SLOW,
     # whole notebooks through the runner's worker
     "test_stand_ins.py::test_a_wrong_upstream_costs_its_own_points_only": PIPELINE,
     "test_stand_ins.py::test_a_downstream_mistake_of_its_own_is_named_with_the_reference_upstream": PIPELINE,
