@@ -118,17 +118,16 @@ def browser():
         browser.close()
 
 
+# One worker opens every page once per window size (the `opened` fixture) and runs
+# every test that looks at it.
+pytestmark = pytest.mark.xdist_group("site")
+
 PHONE = {"width": 390, "height": 844}
 DESKTOP = {"width": 1366, "height": 900}
 
 
-@pytest.fixture
-def page(browser, request):
-    """A fresh page that records console errors and blocks requests to other hosts.
-
-    A desktop window unless the test parametrizes `page` indirectly with another size (PHONE).
-    """
-    context = browser.new_context(viewport=getattr(request, "param", None) or DESKTOP)
+def recording_page(context):
+    """A new page of context that records console errors and blocks requests to other hosts."""
     page = context.new_page()
     page.console_errors, page.foreign_requests = [], []
     page.on("console", lambda m: m.type == "error" and page.console_errors.append(m.text))
@@ -141,9 +140,39 @@ def page(browser, request):
         page.foreign_requests.append(route.request.url)
         return route.abort()
 
-    context.route("**/*", route)
-    yield page
+    page.route("**/*", route)
+    return page
+
+
+@pytest.fixture
+def page(browser, request):
+    """A fresh page, for a test that clicks or searches: a desktop window unless the test
+    parametrizes `page` indirectly with another size (PHONE)."""
+    context = browser.new_context(viewport=getattr(request, "param", None) or DESKTOP)
+    yield recording_page(context)
     context.close()
+
+
+@pytest.fixture(scope="module")
+def opened(browser, base_url):
+    """opened(path, size=DESKTOP): the page as a reader sees it once it has loaded, its images
+    in and its math typeset, opened once per size for every test that only looks at it (a
+    test that clicks or scrolls takes a fresh `page` instead)."""
+    contexts, pages = {}, {}
+
+    def open_page(path, size=DESKTOP):
+        key = (path, size["width"])
+        if key not in pages:
+            if size["width"] not in contexts:
+                contexts[size["width"]] = browser.new_context(viewport=size)
+            pages[key] = recording_page(contexts[size["width"]])
+            load(pages[key], base_url + path)
+            wait_math(pages[key])
+        return pages[key]
+
+    yield open_page
+    for context in contexts.values():
+        context.close()
 
 
 def load(page, url):
@@ -161,9 +190,8 @@ def wait_math(page):
 
 
 @pytest.mark.parametrize("path", PAGES)
-def test_page_loads_offline_with_math_and_images(page, base_url, path):
-    load(page, base_url + path)
-    wait_math(page)
+def test_page_loads_offline_with_math_and_images(opened, path):
+    page = opened(path)
     if page.locator(".math").count():
         raw = page.evaluate(
             "[...document.querySelectorAll('.math')].filter(e => !e.querySelector('mjx-container'))"
@@ -226,10 +254,10 @@ def test_launch_buttons_open_the_paired_notebook(path):
 
 
 @pytest.mark.parametrize("path", [p for p in PAGES if p.startswith("book/")])
-def test_download_button_gives_the_notebook_the_launch_buttons_open(page, base_url, path):
+def test_download_button_gives_the_notebook_the_launch_buttons_open(opened, path):
     """The download menu's ".ipynb" is the paired notebook (book/_ext/download_notebooks.py):
     the install cell first and plain Markdown, not the build's executed MyST copy."""
-    load(page, base_url + path)
+    page = opened(path)
     link = page.locator("a.btn-download-notebook-button")
     assert link.count() == 1, f"no .ipynb in the download menu of {path}"
     download = page.request.get(link.evaluate("a => a.href"))
@@ -317,8 +345,8 @@ RAW_TABLE_TEXT = r"""() => {
 
 
 @pytest.mark.parametrize("path", PAGES)
-def test_no_raw_markdown_table_text(page, base_url, path):
-    load(page, base_url + path)
+def test_no_raw_markdown_table_text(opened, path):
+    page = opened(path)
     raw = page.evaluate(RAW_TABLE_TEXT)
     assert raw == [], f"{path} shows Markdown table source instead of a table: {raw}"
 
@@ -327,9 +355,8 @@ PAGES_WITH_DISPLAY_MATH = [p for p in PAGES if '<div class="math' in (SITE / p).
 
 
 @pytest.mark.parametrize("path", PAGES_WITH_DISPLAY_MATH)
-def test_display_equations_fit_the_text_column(page, base_url, path):
-    load(page, base_url + path)
-    wait_math(page)
+def test_display_equations_fit_the_text_column(opened, path):
+    page = opened(path)
     too_wide = page.evaluate("""() => [...document.querySelectorAll('mjx-container[display="true"]')]
         .map(c => [c, c.querySelector("mjx-math"), c.parentElement.getBoundingClientRect()])
         .filter(([c, math, column]) => {
@@ -342,11 +369,10 @@ def test_display_equations_fit_the_text_column(page, base_url, path):
     assert too_wide == [], f"display equations wider than the text on {path} at 1366 px: {too_wide}"
 
 
-@pytest.mark.parametrize("page", [PHONE], indirect=True, ids=["390px"])
 @pytest.mark.parametrize("path", PAGES)
-def test_wide_figures_stay_readable_on_a_phone(page, base_url, path):
+def test_wide_figures_stay_readable_on_a_phone(opened, path):
     """A figure much wider than tall (panels side by side) shrinks to a strip on a phone."""
-    load(page, base_url + path)
+    page = opened(path, PHONE)
     strips = page.evaluate("""() => [...document.querySelectorAll("main img")]
         .filter(i => i.naturalWidth >= 2.5 * i.naturalHeight && i.getBoundingClientRect().height < 150)
         .map(i => [i, i.getBoundingClientRect()])
@@ -399,11 +425,9 @@ STICKING_OUT = """() => {
 }"""
 
 
-@pytest.mark.parametrize("page", [PHONE], indirect=True, ids=["390px"])
 @pytest.mark.parametrize("path", PAGES)
-def test_no_page_scrolls_sideways_on_a_phone(page, base_url, path):
-    load(page, base_url + path)
-    wait_math(page)
+def test_no_page_scrolls_sideways_on_a_phone(opened, path):
+    page = opened(path, PHONE)
     widths = page.evaluate("[document.documentElement.scrollWidth, document.documentElement.clientWidth]")
     assert widths[0] <= widths[1], (
         f"{path} is {widths[0]} px wide in a {widths[1]} px window: {page.evaluate(STICKING_OUT)}")
@@ -435,22 +459,19 @@ CLIPPED_EQUATIONS = """() => {
 }"""
 
 
-@pytest.mark.parametrize("page", [PHONE], indirect=True, ids=["390px"])
 @pytest.mark.parametrize("path", PAGES_WITH_DISPLAY_MATH)
-def test_wide_equations_scroll_in_their_own_box_on_a_phone(page, base_url, path):
-    load(page, base_url + path)
-    wait_math(page)
+def test_wide_equations_scroll_in_their_own_box_on_a_phone(opened, path):
+    page = opened(path, PHONE)
     page.wait_for_function("document.documentElement.dataset.equationsMarked === '1'")
     clipped = page.evaluate(CLIPPED_EQUATIONS)
     assert clipped == [], f"display equations cut off on {path} at 390 px: {clipped[:5]}"
 
 
-@pytest.mark.parametrize("page", [PHONE], indirect=True, ids=["390px"])
 @pytest.mark.parametrize("path", PAGES)
-def test_figures_are_present_and_described_on_a_phone(page, base_url, path):
+def test_figures_are_present_and_described_on_a_phone(opened, path):
     """Every image of the text loaded, fits the column, and has alt text that describes it
     (Sphinx's fallback alt is the file's path, which says nothing)."""
-    load(page, base_url + path)
+    page = opened(path, PHONE)
     problems = page.evaluate("""() => {
         const width = document.documentElement.clientWidth;
         return [...document.querySelectorAll("article.bd-article img")].flatMap(i => {
@@ -472,11 +493,11 @@ def test_favicon_ico_at_the_site_root(page, base_url):
     assert icon.body()[:4] == b"\x00\x00\x01\x00", "not an ICO file"
 
 
-@pytest.mark.parametrize("page", [DESKTOP, PHONE], indirect=True, ids=["1366px", "390px"])
+@pytest.mark.parametrize("size", [DESKTOP, PHONE], ids=["1366px", "390px"])
 @pytest.mark.parametrize("path", [p for p in PAGES if p.startswith("book/")])
-def test_printed_output_needs_no_sideways_scroll(page, base_url, path):
+def test_printed_output_needs_no_sideways_scroll(opened, path, size):
     """Printed output wraps (narrow.css): a reader never scrolls an output box sideways."""
-    load(page, base_url + path)
+    page = opened(path, size)
     wide = page.evaluate("""() => [...document.querySelectorAll("div.cell_output pre")]
         .filter(p => p.checkVisibility() && p.scrollWidth > p.clientWidth + 1)
         .map(p => `${p.scrollWidth} px in ${p.clientWidth} px: ${p.textContent.slice(0, 60)}`)""")
@@ -531,11 +552,10 @@ def figure_text_sizes(page):
     return sizes
 
 
-@pytest.mark.parametrize("page", [PHONE], indirect=True, ids=["390px"])
 @pytest.mark.parametrize("path", PAGES)
-def test_figure_text_is_legible_on_a_phone(page, base_url, path):
+def test_figure_text_is_legible_on_a_phone(opened, path):
     """Every figure's smallest text is at least 9 CSS px at 390 px (issue 24)."""
-    load(page, base_url + path)
+    page = opened(path, PHONE)
     small = [f"{name}: {'unknown' if px is None else f'{px:.2f} px'} ({why})"
              for name, px, why in figure_text_sizes(page) if px is None or px < MIN_FIGURE_TEXT_PX]
     assert small == [], f"figure text under {MIN_FIGURE_TEXT_PX} CSS px on {path} at 390 px: {small}"
