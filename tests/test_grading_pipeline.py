@@ -236,5 +236,8 @@ def test_student_data_stays_under_the_work_folder(tmp_path):
 
 
 def test_repository_config_is_the_course_config():
-    text = (ROOT / "nbgrader_config.py").read_text()
-    assert "from attncore.grading.course.config import course_config" in text
+    """nbgrader_config.py, loaded the way nbgrader loads it, is course_config and nothing else."""
+    from traitlets.config.loader import PyFileConfigLoader
+
+    loaded = PyFileConfigLoader("nbgrader_config.py", path=str(ROOT)).load_config()
+    assert loaded == course_config(str(ROOT))
