@@ -74,6 +74,8 @@ def theoretical_peak():
     features and vendor, and assumed per family: the JSON keeps every factor."""
     from llvmlite import binding
 
+    # What the CPU can do, so its raw features: not jit.host_features, which says what the
+    # kernels compile for (without AVX when Numba is told so).
     features = binding.get_host_cpu_features()
     vendor = next(iter(_field("vendor_id")), "")
     family = next(iter(_field("cpu family")), "")
