@@ -246,7 +246,7 @@ def run_to_run_sentence(pub):
 
 def machine_table(pub):
     """One table, one machine: CPU, ISA, threads, peaks, bandwidths and load, one column per run."""
-    runs = {"peers run": pub["peers"], "decode run": pub["decode"]}
+    runs = {"peers": pub["peers"], "decoding": pub["decode"]}
 
     def each(cell):
         return [cell(run) for run in runs.values()]
@@ -278,16 +278,30 @@ def _read_roof(run):
     return roof.get("read_gbs") or run["peak"]["bandwidth"].get("read_all_cores_gbs")
 
 
+def one_run(pub):
+    """True when the peers part and the decoding part come from one run of the harness."""
+    sources = pub.get("sources") or {}
+    return sources.get("peers") is not None and sources.get("peers") == sources.get("decode")
+
+
 def machine_sentence(pub):
-    """Whether both runs ran on one machine, and how busy it was."""
+    """Whether the runs ran on one machine, and how busy it was when each started (the load at
+    a run's end counts the run's own threads, so it says nothing of other work)."""
     a, b = pub["peers"]["machine"], pub["decode"]["machine"]
-    same = all(a[key] == b[key] for key in ("cpu", "cores", "isa"))
-    loads = [a["load_average"], pub["peers"]["load_average_end"], b["load_average"], pub["decode"]["load_average_end"]]
-    first = ("Both runs ran on the same machine (the same CPU, cores and instruction sets)." if same else
-             "The two runs report different machines, so their numbers must not be mixed.")
-    busy = ("the machine was shared with other work" if max(loads) > a["cores"] / 2 else "the machine was nearly idle")
-    return (f"{first} The load average (runnable processes, on {a['cores']} cores) was {_span(loads, '.1f')} at the "
-            f"starts and ends of the runs: {busy}.")
+    cores = a["cores"]
+    if one_run(pub):
+        first, starts = "One run of the harness measured both parts.", [a["load_average"]]
+        ends = [pub["peers"]["load_average_end"]]
+    else:
+        same = all(a[key] == b[key] for key in ("cpu", "cores", "isa"))
+        first = ("Both runs ran on the same machine (the same CPU, cores and instruction sets)." if same else
+                 "The two runs report different machines, so their numbers must not be mixed.")
+        starts = [a["load_average"], b["load_average"]]
+        ends = [pub["peers"]["load_average_end"], pub["decode"]["load_average_end"]]
+    busy = ("other work shared the machine" if max(starts) > cores / 2 else "the machine was otherwise idle")
+    return (f"{first} The load average (runnable processes, on {cores} cores) was {_span(starts, '.1f')} at the "
+            f"start and {_span(ends, '.1f')} at the end, which counts the run's own {a.get('numba_threads', cores)} "
+            f"threads: {busy} when it started.")
 
 
 # ------------------------------------------------------------------ decoding
