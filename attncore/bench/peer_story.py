@@ -1,7 +1,7 @@
 """What the page on attncore.jit's CPU peers says about a results file, as functions of it.
 
-A peers results file (attncore/bench/results/*-peers.json) holds two runs of the harness on
-one machine: "peers" (attncore.jit against torch SDPA, ONNX Runtime, OpenVINO and JAX at
+A peers results file (attncore/bench/results/*-peers.json) holds two parts, from one run of
+the harness or two (its "sources" say which): "peers" (attncore.jit against torch SDPA, ONNX Runtime, OpenVINO and JAX at
 N = 1024 ... 16384, d = 64, and jit's own bfloat16 paths where the run timed them) and
 "decode" (grouped-query decoding, B = 1, 32/8 heads, d = 128, T_q = 1 and 4). Every table
 and every sentence the page builds from it is built here, so that tests/test_peers_page.py
@@ -16,8 +16,7 @@ from pathlib import Path
 
 from . import published as _package_data
 from .decode import kv_bytes
-from .story import _and as and_list  # "a, b and c" (chapter 7's sentences use the same)
-from .story import compared
+from .story import and_list, compared
 
 PUBLISHED = "2026-12-01-xeon-emerald-rapids-2-cores-peers.json"
 
@@ -460,6 +459,13 @@ def cache_sentence(pub):
 
 # ------------------------------------------------------------------ bfloat16
 
+def _met_where(met, shapes_measured):
+    """'met at every shape', 'met at N = ... only' or 'missed at every shape'."""
+    if len(met) == len(shapes_measured):
+        return "met at every shape"
+    return f"met at {_shapes(met)} only" if met else "missed at every shape"
+
+
 def bf16_sentence(run):
     """What the run timed of jit's bfloat16 paths: speed against the float32 path and against
     OpenVINO's default precision (with the goals of issue 23), or that it timed none."""
@@ -474,8 +480,7 @@ def bf16_sentence(run):
         speed = [1 / r for *_, r, _ in timed]
         met = [t for t, s in zip(timed, speed) if s >= GOALS["bf16_over_f32"]]
         parts.append(f"{title(name)} ran at {_span(speed)} times the float32 path's speed, so the goal of "
-                     f"{GOALS['bf16_over_f32']:g} times is " + ("met at every shape" if len(met) == len(timed) else
-                                                               f"met at {_shapes(met)} only" if met else "missed at every shape"))
+                     f"{GOALS['bf16_over_f32']:g} times is " + _met_where(met, timed))
         versus = [(n, c, openvino[n, c][0] / r, e <= openvino[n, c][1]) for n, c, r, e in timed if (n, c) in openvino]
         if versus:
             both = [v for v in versus if v[2] >= GOALS["bf16_over_openvino"] and v[3]]
@@ -484,8 +489,7 @@ def bf16_sentence(run):
                          "with an error no larger than OpenVINO's at "
                          f"{'every shape' if len(no_larger) == len(versus) else _shapes(no_larger)}: "
                          f"the goal ({GOALS['bf16_over_openvino']:g} times as fast, error no larger) is "
-                         + ("met at every shape" if len(both) == len(versus) else f"met at {_shapes(both)} only" if both
-                            else "missed at every shape"))
+                         + _met_where(both, versus))
     return "; ".join(parts) + "."
 
 

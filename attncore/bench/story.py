@@ -32,11 +32,12 @@ def compared_by_size(ratios):
 
 def _names_plain(items):
     """Items joined with 'and', the first letter raised (a sentence's start)."""
-    text = _and(items)
+    text = and_list(items)
     return text[:1].upper() + text[1:]
 
 
-def _and(items):
+def and_list(items):
+    """'a, b and c' (also the peers page's sentences)."""
     items = list(items)
     return items[0] if len(items) == 1 else f"{', '.join(items[:-1])} and {items[-1]}"
 
@@ -117,7 +118,7 @@ def roofline_sentence(ceilings, points, where):
         r = ridge(ceilings)
         memory = [name for name, x, _ in points if x < r]
         parts.append(f"In {where} the ridge point is at {r:.0f} flop per byte; "
-                     + (f"{_and([NAMES.get(m, m) for m in memory])} {'lies' if len(memory) == 1 else 'lie'} on the memory side of it, the rest "
+                     + (f"{and_list([NAMES.get(m, m) for m in memory])} {'lies' if len(memory) == 1 else 'lie'} on the memory side of it, the rest "
                         "on the compute side." if memory else "every point lies on the compute side of it."))
     if above:
         parts.append(f"{_names(above)} ran faster than the higher of the two peaks, so neither peak is a ceiling "
@@ -142,7 +143,7 @@ def _clock_clause(ceilings, points):
     over = [name for name, _, rate in points if rate > at_clock]
     return (f"the formula takes the {reported:.2f} GHz the system reports, and the cores ran at a measured "
             f"{measured:.2f} GHz, where it gives {at_clock:.0f} GFLOP/s"
-            + (f", which {_and([NAMES.get(n, n) for n in over])} {'exceed' if len(over) > 1 else 'exceeds'} as well: the pipes or lanes it assumes do not describe "
+            + (f", which {and_list([NAMES.get(n, n) for n in over])} {'exceed' if len(over) > 1 else 'exceeds'} as well: the pipes or lanes it assumes do not describe "
                "this CPU, or its clock changed between the measurements." if over else
                ", above every point."))
 
@@ -223,7 +224,7 @@ def _fastest_clause(fastest):
 def tiles_sentence(tile_ratios):
     """tile_ratios: {(n, causal): numpy_flash time / textbook time} of one run."""
     def named(keys):
-        return _and([f"N = {n}{' causal' if c else ''}" for n, c in keys])
+        return and_list([f"N = {n}{' causal' if c else ''}" for n, c in keys])
 
     slower = [key for key, r in tile_ratios.items() if r > 1]
     faster = [key for key, r in tile_ratios.items() if r <= 1]
@@ -428,7 +429,7 @@ def scaling_sentence(speedups, threads, threads_per_core):
     """speedups: {what: its time on one thread / its time on `threads` threads, or a rate on
     `threads` over a rate on one}, measured on one machine; threads_per_core: what the system
     shows (bench.machine.threads_per_core), or None."""
-    listed = _and([f"{name} {s:.2f} times" for name, s in speedups.items()])
+    listed = and_list([f"{name} {s:.2f} times" for name, s in speedups.items()])
     near = [name for name, s in speedups.items() if s >= 0.9 * threads]
     far = [name for name in speedups if name not in near]
     text = f"On {threads} threads instead of one, this build ran {listed} as fast. "
@@ -438,7 +439,7 @@ def scaling_sentence(speedups, threads, threads_per_core):
     elif not near:
         text += f"Not one came within 10% of {ideal}."
     else:
-        text += f"{_names_plain(near)} came within 10% of {ideal}; {_and(far)} did not."
+        text += f"{_names_plain(near)} came within 10% of {ideal}; {and_list(far)} did not."
     if threads_per_core == 1:
         text += (" The system shows one thread per core, so its CPUs are not hyperthreads of one core as far as "
                  "this machine can see (a hypervisor may still place two of them on one physical core).")
