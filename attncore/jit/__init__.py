@@ -74,6 +74,8 @@ One file per job, from the bottom up:
   flash.py          flash_attention and its kernel _flash -> _flash_block
   bf16.py           precision="bf16": bfloat16 rounding, packing, the vdpbf16ps product (what "exactly" means)
   flash_bf16.py     _flash_block_bf16: the flash block with native bfloat16 products
+  amx.py            AMX: available() (CPU, Numba's features, the kernel's permission), the tile intrinsics
+  flash_amx.py      _flash_block_amx: the flash block with bfloat16 products on AMX tiles (tdpbf16ps)
   decode.py         decode_attention: grouped-query heads, each kv head read once, split keys (Flash-Decoding)
   introspection.py  profile, kernel_info, tile_product
   tiled_softmax.py  softmax

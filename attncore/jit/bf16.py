@@ -39,6 +39,7 @@ from llvmlite import ir
 from numba import types
 from numba.core import cgutils
 
+from . import amx
 from .compiling import _jit
 from .isa import host_features
 
@@ -212,15 +213,16 @@ def _dot_typer(mode, modes):
 
 
 def products(precision, shape):
-    """What shape.bf16 is for `precision` on the micro-kernel `shape`: None ("f32"), "native"
-    ("bf16" where native_available) or "emulated" ("bf16" elsewhere, with a RuntimeWarning
-    once per path, or "bf16_emulated")."""
+    """What shape.bf16 is for `precision` on the micro-kernel `shape`: None ("f32"), "amx"
+    ("bf16" where native_available and amx.available), "native" ("bf16" where only
+    native_available) or "emulated" ("bf16" elsewhere, with a RuntimeWarning once per path,
+    or "bf16_emulated")."""
     if precision not in PRECISIONS:
         raise ValueError(f"precision must be one of {', '.join(map(repr, PRECISIONS))}, got {precision!r}")
     if precision == "f32":
         return None
     if precision == "bf16" and native_available(shape):
-        return "native"
+        return "amx" if amx.available() else "native"
     if precision == "bf16":
         _warn_emulated(shape.name)
     return "emulated"

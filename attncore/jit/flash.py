@@ -17,6 +17,7 @@ from numba.extending import intrinsic, overload
 from .._checks import check_qkv
 from .compiling import FASTMATH, _jit, _parallel_jit
 from .exponential import LN2
+from .flash_amx import _flash_block_amx
 from .flash_bf16 import _flash_block_bf16
 from .isa import _tile_cols, _tile_rows
 from .layout import _prepare, _round_up
@@ -127,11 +128,15 @@ def _flash_block(queries, k, v, q0, q1, outputs, lses, settings, shape, profilin
 
 
 def _block(queries, k, v, q0, q1, outputs, lses, settings, shape, profiling, cycles):
-    """_flash_block, or _flash_block_bf16 (flash_bf16.py: no profile) for native bfloat16 products."""
+    """_flash_block, or for bfloat16 products (no profile) _flash_block_bf16 (native: flash_bf16.py)
+    or _flash_block_amx (amx: flash_amx.py)."""
 
 
 @overload(_block, jit_options={"fastmath": FASTMATH})
 def _overload_block(queries, k, v, q0, q1, outputs, lses, settings, shape, profiling, cycles):
+    if shape.bf16 == "amx":
+        return lambda queries, k, v, q0, q1, outputs, lses, settings, shape, profiling, cycles: _flash_block_amx(
+            queries, k, v, q0, q1, outputs, lses, settings, shape)
     if shape.bf16 == "native":
         return lambda queries, k, v, q0, q1, outputs, lses, settings, shape, profiling, cycles: _flash_block_bf16(
             queries, k, v, q0, q1, outputs, lses, settings, shape)
@@ -252,8 +257,8 @@ def flash_attention(q, k, v, *, causal=False, block_q=None, block_k=BLOCK_K, sca
     path: "avx512", "avx2", "portable" or "loops" forces a micro-kernel (see the
     attncore.jit's docstring); None takes ATTNCORE_JIT_PATH, else the host CPU's.
     precision: "f32", or "bf16": q, k, v and the weights rounded to bfloat16 for the two
-    products, float32 sums and softmax (vdpbf16ps where the CPU has it, else emulated with
-    the same products; "bf16_emulated" forces that): see bf16.py. Results in float32.
+    products, float32 sums and softmax (AMX tiles or vdpbf16ps where the CPU has them, else
+    emulated with the same products; "bf16_emulated" forces that): see bf16.py. Results in float32.
     Grouped-query heads, q (..., H_q, T_q, d_k) and k, v (..., H_kv, T_k, d) with H_kv dividing
     H_q (neither 1), as torch's enable_gqa=True: jit.decode_attention (block_q plays no part).
     """

@@ -1,0 +1,105 @@
+"""attncore.jit's AMX path (amx.py, flash_amx.py): precision="bf16" on tdpbf16ps tiles.
+
+Where AMX cannot run, only the checks that it is not chosen run. Where it can, the tile
+intrinsics are checked against NumPy, and the kernel against the NumPy bf16 reference of
+test_jit_bf16 (the same bf16 products, sums in float64) on shapes that do not fill whole
+tiles (d not a multiple of 32, d_v not of 16, keys not of 16 or 32), and against the
+emulated bf16 path within float32 accumulation error. No wall-clock assertions."""
+import warnings
+
+import numpy as np
+import pytest
+
+pytest.importorskip("numba")
+
+import numba  # noqa: E402
+
+import attncore  # noqa: E402
+from attncore import jit  # noqa: E402
+from attncore.jit import amx, bf16  # noqa: E402
+from attncore.jit.bf16 import _pack_pairs, _pack_rows, round_to_bf16  # noqa: E402
+
+from .test_jit_bf16 import _mask, assert_below, assert_matches_bf16_reference, float64_bound, inputs  # noqa: E402
+
+AMX = amx.available()
+needs_amx = pytest.mark.skipif(not AMX, reason="no AMX here (CPU, Numba's features or the kernel's permission)")
+
+
+def test_available_needs_the_features_and_never_raises(monkeypatch):
+    assert isinstance(AMX, bool)
+    monkeypatch.setattr(amx, "host_features", lambda: {"avx512f": True, "avx512bw": True, "avx512bf16": True})
+    assert amx.available.__wrapped__() is False
+
+    def broken():
+        raise RuntimeError("no target")
+
+    monkeypatch.setattr(amx, "host_features", broken)
+    assert amx.available.__wrapped__() is False
+
+
+def test_bf16_runs_on_amx_exactly_where_it_is_available():
+    assert (bf16.products("bf16", jit.PATHS["avx512"]) == "amx") == AMX
+    assert bf16.products("bf16_emulated", jit.PATHS["avx512"]) == "emulated"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # emulated on avx2, and it says so
+        assert bf16.products("bf16", jit.PATHS["avx2"]) == "emulated"
+
+
+def test_tile_config_is_palette_1_with_eight_16_by_64_tiles():
+    config = amx.tile_config()
+    assert config.dtype == np.uint8 and config.size == 64 and config[0] == 1
+    assert np.all(config[16:32].view(np.uint16) == 64) and np.all(config[48:56] == 16)
+    assert not config[1:16].any() and not config[32:48].any() and not config[56:].any()
+
+
+@numba.njit
+def _one_product(config, a_w, b_w, c):
+    amx._tile_configure(config)
+    amx._tile_load(0, c, 0, 0)
+    amx._tile_load(1, a_w, 0, 0)
+    amx._tile_load(2, b_w, 0, 0)
+    amx._tile_dot(0, 1, 2)
+    amx._tile_store(0, c, 0, 0)
+    amx._tile_zero(3)
+    amx._tile_store(3, c, 16, 0)
+    amx._tile_release()
+
+
+@needs_amx
+def test_a_tile_product_is_numpys_on_the_same_bf16_operands():
+    rng = np.random.default_rng(0)
+    a = round_to_bf16(rng.standard_normal((16, 32)).astype(np.float32))
+    b = round_to_bf16(rng.standard_normal((32, 16)).astype(np.float32))
+    a_w, b_w = np.zeros((16, 16), np.uint32), np.zeros((16, 16), np.uint32)
+    _pack_rows(a, 0, 16, a_w)
+    _pack_pairs(b, 32, b_w)
+    c = np.ones((32, 16), np.float32)
+    _one_product(amx.tile_config(), a_w, b_w, c)
+    exact = 1 + a.astype(np.float64) @ b
+    np.testing.assert_allclose(c[:16], exact, rtol=0, atol=32 * 2.0**-23 * (1 + np.abs(exact).max()))
+    assert not c[16:].any()
+
+
+@needs_amx
+@pytest.mark.parametrize("causal", [False, True, "top_left", "bottom_right"])
+@pytest.mark.parametrize("t_q, t_k, d, d_v, block_k", [
+    (1, 1, 1, 1, 128), (17, 33, 7, 3, 128), (100, 257, 33, 17, 37), (150, 90, 64, 64, 16),
+    (64, 300, 80, 100, 200), (49, 49, 130, 20, 128), (200, 140, 64, 64, 128),
+])
+def test_matches_the_bf16_reference_and_float64(causal, t_q, t_k, d, d_v, block_k):
+    if causal is True:
+        t_k = t_q
+    q, k, v = inputs((2, t_q, d), (2, t_k, d), d_v, sigma=1.5, seed=t_q + d)
+    out, _ = assert_matches_bf16_reference(q, k, v, causal, "avx512", "bf16", block_k=block_k)
+    exact = attncore.attention(*(x.astype(np.float64) for x in (q, k, v)), mask=_mask(t_q, t_k, causal))
+    assert_below(np.abs(out - exact), float64_bound(q, k, v, causal))
+
+
+@needs_amx
+@pytest.mark.parametrize("causal", [False, True])
+def test_amx_and_emulated_agree_within_float32_error(causal):
+    q, k, v = inputs((1, 2, 1100, 64), (1, 2, 1100, 64), 64, seed=7)
+    on_tiles = jit.flash_attention(q, k, v, causal=causal, precision="bf16")
+    emulated = jit.flash_attention(q, k, v, causal=causal, precision="bf16_emulated")
+    assert np.abs(on_tiles - emulated).max() < 1e-3 * np.abs(v).max()
+    assert not np.array_equal(on_tiles, jit.flash_attention(q, k, v, causal=causal))  # bf16 is not f32
