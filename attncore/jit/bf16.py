@@ -8,7 +8,7 @@ bits), the running max, the sum l, the exponentials and the output accumulator. 
 the rounded weights, so the weights the output is made of, bf16(p) / l, add up to 1 as
 float32 weights do: every output row is still a convex combination of the (rounded) v rows.
 
-Two ways to run it, with the same operands and the same products:
+Three ways to run it, with the same operands and the same products:
 
 * "native" (the avx512 path on a CPU with AVX512_BF16): vdpbf16ps, through the LLVM
   intrinsic llvm.x86.avx512bf16.dpbf16ps.512. Each float32 lane takes two bf16 x bf16
@@ -20,14 +20,18 @@ Two ways to run it, with the same operands and the same products:
   beats the float32 path depends on the CPU's rate for vdpbf16ps, which may issue at half
   the rate of vfmadd (then it does half FMA's multiply-adds per second): time both,
   precision="bf16" against "bf16_emulated".
+* "amx" (the same, on a CPU and a Numba target with AMX-BF16, where Linux grants the tile
+  state: amx.available()): tdpbf16ps on 16 x 16 tiles of the same packed words, 16 float32
+  sums of 32 products per row and instruction (flash_amx.py). Preferred to "native" wherever
+  it can run: the products cost a fraction of the softmax there.
 * "emulated" (every other path, or precision="bf16_emulated"): q, k and v rounded and
   stored as float32, then the float32 kernel, whose softmax step rounds P (shape.bf16).
 
-"Exactly" means: the same bf16 operands and the same exact products, in both ways and in
+"Exactly" means: the same bf16 operands and the same exact products, in every way and in
 the NumPy reference (attncore.bfloat16.round_to_bfloat16, then float32 or float64 sums).
 What differs is only float32 rounding: the order of the sums (pairs here, one by one in
 the float32 kernel), where the scale is applied (the emulated kernel folds it into q, one
-more float32 rounding), and denormals (flushed by vdpbf16ps). So the two ways differ by
+more float32 rounding), and denormals (flushed by vdpbf16ps and tdpbf16ps). So the ways differ by
 float32 accumulation error, not by bf16 rounding: a weight that rounds differently (its
 float32 value sat on a bf16 tie) is within that too, one bf16 step of one weight at most.
 """

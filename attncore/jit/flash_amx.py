@@ -9,21 +9,94 @@ d_v to 16). The panel of nr = 16 or 48 queries is 1 or 3 tiles wide:
   S^T (keys, nr) = K (keys, d) . qT       A: a tile's keys as rows (k_w), B: qT paired along d (q_w)
   o_t (d_v, nr) = V^T (d_v, keys) . P^T   A: the values transposed (v_w), B: P paired along keys (p_w)
 
-S leaves the tiles for memory (s_t), where the softmax step of the float32 kernel (with the
-bf16 rounding of the weights) runs on it as it is, after the scale; V^T P leaves them for o_t,
-and acc = alpha acc + o_t stays in vector code. Every buffer a tile reads or writes starts on
-a 64-byte boundary (amx.zeros). The thread loads its tile configuration at the start of the
-block and releases the tiles at its end.
+S leaves the tiles for memory (s_t); one vector pass scales it (after the sum, so the
+products stay exact) and takes the new max, a second makes the weights, rounds them to bf16,
+sums them into l and packs them in pairs for the tiles (_weights: microkernels._softmax_tile's
+step with the scale and _pack_pairs folded in, the same operations in the same order). V^T P
+leaves the tiles for o_t, and acc = alpha acc + o_t stays in vector code. Every buffer a tile
+reads or writes starts on a 64-byte boundary (amx.zeros). The thread loads its tile
+configuration at the start of the block and releases the tiles at its end.
 """
 import numpy as np
+from llvmlite import ir
+from numba import types
+from numba.core import cgutils
+from numba.extending import intrinsic
 
 from .amx import _tile_configure, _tile_dot, _tile_load, _tile_release, _tile_store, _tile_zero, tile_config, zeros
-from .bf16 import _pack_columns, _pack_rows
+from .bf16 import _pack_columns, _pack_rows, round_vector
 from .compiling import _jit
 from .exponential import LN2
-from .isa import _tile_cols
+from .isa import _tile_cols, _TileShapeType
 from .layout import _round_up
-from .microkernels import _softmax_tile
+from .vector_ir import _VectorIR
+
+
+def _weights_codegen(context, builder, signature, args):
+    """The online-softmax step of a panel on its S^T (see _weights), in vector registers."""
+    s_ty, _, scale_ty, m_ty, l_ty, alpha_ty, p_ty, shape = signature.args
+    s, rows, scale, m, l, alpha, p_w, _ = args
+    x = _VectorIR(context, builder, s_ty.dtype, shape)
+    s, m, l, alpha, p_w = (context.make_array(t)(context, builder, value) for t, value in
+                           ((s_ty, s), (m_ty, m), (l_ty, l), (alpha_ty, alpha), (p_ty, p_w)))
+    rows = context.cast(builder, rows, signature.args[1], types.intp)
+    s_row = cgutils.unpack_tuple(builder, s.strides)[0]
+    p_row = cgutils.unpack_tuple(builder, p_w.strides)[0]
+    nv = shape.nv
+    words = ir.VectorType(ir.IntType(32), x.lanes)
+    factor = builder.fptrunc(scale, x.scalar) if scale.type != x.scalar else scale
+    factor = builder.shuffle_vector(builder.insert_element(ir.Constant(x.vector, ir.Undefined), factor, x.intp(0)),
+                                    ir.Constant(x.vector, ir.Undefined), ir.Constant(words, None))
+    m_old = [x.load(m.data, v) for v in range(nv)]
+    running = [cgutils.alloca_once(builder, x.vector) for _ in range(nv)]
+    for v in range(nv):
+        builder.store(m_old[v], running[v])
+    with cgutils.for_range(builder, rows) as loop:  # the scale, and the new max
+        row = x.at(s.data, builder.mul(loop.index, s_row))
+        for v in range(nv):
+            scaled = builder.fmul(x.load(row, v), factor)
+            x.store(scaled, row, v)
+            builder.store(x.maximum(scaled, builder.load(running[v])), running[v])
+    zero, minus_inf = x.constant(0.0), x.constant(float("-inf"))
+    shifts = []
+    for v in range(nv):
+        new_max = builder.load(running[v])
+        shifts.append(builder.select(builder.fcmp_ordered("==", new_max, minus_inf), zero, new_max))
+        rescale = x.exp2(builder.fsub(m_old[v], shifts[v]))
+        x.store(new_max, m.data, v)
+        x.store(rescale, alpha.data, v)
+        builder.store(builder.fmul(x.load(l.data, v), rescale), running[v])  # running now holds l
+    low, high = (ir.Constant(words, [ir.Constant(ir.IntType(32), c)] * x.lanes) for c in (16, 0xFFFF0000))
+    pairs = builder.udiv(rows, rows.type(2))
+    with cgutils.for_range(builder, pairs) as loop:  # weights in pairs of rows, their sum, packed
+        row = x.at(s.data, builder.mul(builder.mul(loop.index, rows.type(2)), s_row))
+        out = x.at(p_w.data, builder.mul(loop.index, p_row))
+        for v in range(nv):
+            even = round_vector(builder, x.exp2(builder.fsub(x.load(row, v), shifts[v])))
+            odd = round_vector(builder, x.exp2(builder.fsub(x.load(x.at(row, s_row), v), shifts[v])))
+            total = builder.fadd(builder.fadd(builder.load(running[v]), even), odd)
+            builder.store(total, running[v])
+            word = builder.or_(builder.lshr(builder.bitcast(even, words), low),
+                               builder.and_(builder.bitcast(odd, words), high))
+            builder.store(word, builder.bitcast(x.at(out, v * x.lanes * 4), words.as_pointer()), align=4)
+    for v in range(nv):
+        x.store(builder.load(running[v]), l.data, v)
+    return context.get_dummy_value()
+
+
+@intrinsic
+def _weights(typingctx, s, rows, scale, m, l, alpha, p_w, shape):
+    """The online-softmax step of microkernels._softmax_tile, with the scale and the packing of
+    the weights folded in: s = scale s over its first rows (even) rows, m = max(m, those rows),
+    alpha = 2^(m_old - m), the weights bf16(2^(s - m)) (0 where s is -inf) packed in pairs of
+    rows into p_w[:rows / 2] (as _pack_pairs) and summed into l = alpha l + their column sums."""
+    arrays = (s, m, l, alpha)
+    if not (isinstance(shape, _TileShapeType) and shape.bf16 and isinstance(rows, types.Integer)
+            and isinstance(scale, types.Float) and isinstance(p_w, types.Array) and p_w.dtype == types.uint32
+            and p_w.layout == "C" and all(isinstance(a, types.Array) and a.layout == "C"
+                                          and a.dtype == types.float32 for a in arrays)):
+        return None
+    return types.void(s, rows, scale, m, l, alpha, p_w, shape), _weights_codegen
 
 
 @_jit
@@ -124,19 +197,6 @@ def _values(v_w, p_w, words, o_t, subs):
 
 
 @_jit
-def _pack_weights(s_t, rows, p_w, words):
-    """p_w[:words] = the rows :rows of s_t (float32 holding bf16) paired along keys, as _pack_pairs
-    (rows even), and 0 in the words past rows / 2."""
-    nr = s_t.shape[1]
-    bits, out = s_t.reshape(s_t.size).view(np.uint32), p_w.reshape(p_w.size)  # flat: loops that vectorise
-    half, low, high = np.uint32(16), np.uint32(0xFFFF), np.uint32(0xFFFF0000)
-    for w in range(rows // 2):
-        for i in range(nr):
-            out[w * nr + i] = ((bits[2 * w * nr + i] >> half) & low) | (bits[(2 * w + 1) * nr + i] & high)
-    out[rows // 2 * nr:words * nr] = 0
-
-
-@_jit
 def _flash_block_amx(queries, k, v, q0, q1, outputs, lses, settings, shape):
     """Queries q0:q1 of queries (T_q, d) -> the same rows of outputs (T_q, d_v) and lses (T_q,),
     as _flash_block_bf16, on AMX tiles (only where amx.available())."""
@@ -157,13 +217,11 @@ def _flash_block_amx(queries, k, v, q0, q1, outputs, lses, settings, shape):
     m = np.full((panels, nr), -np.inf, np.float32)
     l = np.zeros((panels, nr), np.float32)
     s_t = zeros(tile, nr, np.float32)
-    s_flat = s_t.reshape(s_t.size)
     o_t = zeros(d_vt, nr, np.float32)  # a tile's V^T P
     o_flat = o_t.reshape(o_t.size)
     k_w = zeros(tile, words, np.uint32)
     v_w = zeros(d_vt, tile // 2, np.uint32)
     p_w = zeros(tile // 2, nr, np.uint32)
-    shift = np.empty(nr, np.float32)
     alpha = np.empty(nr, np.float32)
     minus_inf = np.float32(-np.inf)
     q_panel = np.zeros((nr, d), np.float32)
@@ -191,8 +249,6 @@ def _flash_block_amx(queries, k, v, q0, q1, outputs, lses, settings, shape):
             n_pad = _round_up(n, 16)
             _scores(k_w, n_pad, q_w[p * words:(p + 1) * words], s_t, words, subs)
             masked = n < n_pad or (causal and k0 + n - 1 > q0 + j0 + offset)
-            for i in range(n_pad * nr):  # the scale after the sum, so the products stay exact
-                s_flat[i] *= scale
             if masked:
                 for j in range(n_pad):
                     if j >= n:
@@ -203,10 +259,9 @@ def _flash_block_amx(queries, k, v, q0, q1, outputs, lses, settings, shape):
                         cut = 0
                     for i in range(cut):
                         s_t[j, i] = minus_inf
-            shift[:] = m[p]
-            _softmax_tile(s_t, n_pad, n_pad, m[p], l[p], shift, alpha, shape)
+            _weights(s_t, n_pad, scale, m[p], l[p], alpha, p_w, shape)  # the scale after the sum: exact products
             n_words = _round_up(n_pad // 2, 16)  # the weights past n are 0
-            _pack_weights(s_t, n_pad, p_w, n_words)
+            p_w[n_pad // 2:n_words] = 0
             _values(v_w, p_w, n_words, o_t, subs)
             acc_p = acc_t[p]
             acc_flat = acc_p.reshape(acc_p.size)
