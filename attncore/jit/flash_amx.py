@@ -7,14 +7,15 @@ zero-padded to whole tiles (d to a multiple of 32, keys to 16 for S and 32 for V
 d_v to 16). The panel of nr = 16 or 48 queries is 1 or 3 tiles wide:
 
   S^T (keys, nr) = K (keys, d) . qT       A: a tile's keys as rows (k_w), B: qT paired along d (q_w)
-  o_t (d_v, nr) = V^T (d_v, keys) . P^T   A: the values transposed (v_w), B: P paired along keys (p_w)
+  acc (d_v, nr) += V^T (d_v, keys) . P^T  A: the values transposed (v_w), B: P paired along keys (p_w)
 
 S leaves the tiles for memory (s_t); one vector pass scales it (after the sum, so the
 products stay exact) and takes the new max, a second makes the weights, rounds them to bf16,
 sums them into l and packs them in pairs for the tiles (_weights: microkernels._softmax_tile's
-step with the scale and _pack_pairs folded in, the same operations in the same order). V^T P
-leaves the tiles for o_t, and acc = alpha acc + o_t stays in vector code. Every buffer a tile
-reads or writes starts on a 64-byte boundary (amx.zeros). The thread loads its tile
+step with the scale and _pack_pairs folded in, the same operations in the same order). acc
+is added to in the tiles; the vector code multiplies it by alpha first only for the 16
+queries of a tile where alpha is not 1 (a max moved), which gets rarer as the keys go by.
+rare. Every buffer a tile reads or writes starts on a 64-byte boundary (amx.zeros). The thread loads its tile
 configuration at the start of the block and releases the tiles at its end.
 """
 import numpy as np
@@ -149,16 +150,19 @@ def _scores(k_w, rows, q_p, s_t, words, subs):
 
 @_jit
 def _values(v_w, p_w, words, o_t, subs):
-    """o_t[:, :16 subs] = v_w[:, :words] . p_w[:words, :16 subs] (o_t's rows and words multiples
+    """o_t[:, :16 subs] += v_w[:, :words] . p_w[:words, :16 subs] (o_t's rows and words multiples
     of 16). Per 16 queries and 64 rows of o_t: tiles 0..3 hold o_t, 4 and 5 the weights (32 keys
     each), 6 and 7 the values."""
     rows = o_t.shape[0]
     for s in range(0, 16 * subs, 16):
         for r in range(0, rows, 64):
-            _tile_zero(0)
-            _tile_zero(1)
-            _tile_zero(2)
-            _tile_zero(3)
+            _tile_load(0, o_t, r, s)
+            if r + 16 < rows:
+                _tile_load(1, o_t, r + 16, s)
+            if r + 32 < rows:
+                _tile_load(2, o_t, r + 32, s)
+            if r + 48 < rows:
+                _tile_load(3, o_t, r + 48, s)
             for c in range(0, words, 32):
                 two = c + 16 < words
                 _tile_load(4, p_w, c, s)
@@ -213,12 +217,10 @@ def _flash_block_amx(queries, k, v, q0, q1, outputs, lses, settings, shape):
     panels = (rows + nr - 1) // nr
     tile = _round_up(min(block_k, t_k), 32)
     q_w = zeros(panels * words, nr, np.uint32)  # tiles: 64-byte aligned (amx.zeros)
-    acc_t = np.zeros((panels, d_vt, nr), np.float32)
+    acc_t = zeros(panels * d_vt, nr, np.float32).reshape((panels, d_vt, nr))
     m = np.full((panels, nr), -np.inf, np.float32)
     l = np.zeros((panels, nr), np.float32)
     s_t = zeros(tile, nr, np.float32)
-    o_t = zeros(d_vt, nr, np.float32)  # a tile's V^T P
-    o_flat = o_t.reshape(o_t.size)
     k_w = zeros(tile, words, np.uint32)
     v_w = zeros(d_vt, tile // 2, np.uint32)
     p_w = zeros(tile // 2, nr, np.uint32)
@@ -262,12 +264,17 @@ def _flash_block_amx(queries, k, v, q0, q1, outputs, lses, settings, shape):
             _weights(s_t, n_pad, scale, m[p], l[p], alpha, p_w, shape)  # the scale after the sum: exact products
             n_words = _round_up(n_pad // 2, 16)  # the weights past n are 0
             p_w[n_pad // 2:n_words] = 0
-            _values(v_w, p_w, n_words, o_t, subs)
             acc_p = acc_t[p]
             acc_flat = acc_p.reshape(acc_p.size)
-            for c in range(0, d_vt * nr, nr):
-                for i in range(nr):
-                    acc_flat[c + i] = acc_flat[c + i] * alpha[i] + o_flat[c + i]
+            for j in range(0, nr, 16):  # rescale only the tiles of queries whose max moved
+                moved = False
+                for i in range(j, j + 16):
+                    moved |= alpha[i] != 1
+                if moved:
+                    for c in range(j, d_vt * nr, nr):
+                        for i in range(16):
+                            acc_flat[c + i] *= alpha[j + i]
+            _values(v_w, p_w, n_words, acc_p, subs)
     _tile_release()
     for i in range(rows):
         p, c0 = i // nr, i % nr
