@@ -15,8 +15,8 @@ sums them into l and packs them in pairs for the tiles (_weights: microkernels._
 step with the scale and _pack_pairs folded in, the same operations in the same order). acc
 is added to in the tiles; the vector code multiplies it by alpha first only for the 16
 queries of a tile where alpha is not 1 (a max moved), which gets rarer as the keys go by.
-rare. Every buffer a tile reads or writes starts on a 64-byte boundary (amx.zeros). The thread loads its tile
-configuration at the start of the block and releases the tiles at its end.
+Every buffer a tile reads or writes starts on a 64-byte boundary (amx.zeros). The thread
+loads its tile configuration at the start of the block and releases the tiles at its end.
 """
 import numpy as np
 from llvmlite import ir
