@@ -169,7 +169,7 @@ def trip(names):
     so that no helper of a forbidden function does its work in its place. Returns the
     names of every function tripped, for untrip."""
     library = library_functions()
-    tripped = _reached_only_by(names)
+    tripped = _reached_only_by(names, library)
     for name in tripped:
         library[name][0].__code__ = _refusal_code(name)
     return tripped
@@ -177,8 +177,9 @@ def trip(names):
 
 def untrip(names):
     """Give the named functions their own code back."""
+    library = library_functions()
     for name in names:
-        function, code = library_functions()[name]
+        function, code = library[name]
         function.__code__ = code
 
 
@@ -192,24 +193,23 @@ def _tripwires(names):
         untrip(tripped)
 
 
-def _reached_only_by(names):
+def _reached_only_by(names, library):
     """The names of the functions in names, and of the attncore functions they call
-    (directly or not) that no other public attncore function calls."""
-    library = library_functions()
+    (directly or not) that no other public attncore function calls (library: library_functions())."""
     key_of = {library[name][0]: name for name in names}  # a refusal says the name forbidden
     for key, (function, _) in library.items():
         key_of.setdefault(function, key)
     forbidden = {library[name][0] for name in names}
     allowed = {function for key, (function, _) in library.items()
                if not key.rpartition(".")[2].startswith("_") and function not in forbidden}
-    reached = (_reach(forbidden) - _reach(allowed, stop=forbidden)) | forbidden
+    code_of = {id(function): code for function, code in library.values()}
+    reached = (_reach(forbidden, code_of) - _reach(allowed, code_of, stop=forbidden)) | forbidden
     return sorted({key_of[function] for function in reached})
 
 
-def _reach(roots, stop=()):
+def _reach(roots, code_of, stop=()):
     """roots and every attncore function their code names, transitively (not through the
-    functions in stop)."""
-    code_of = {id(function): code for function, code in library_functions().values()}
+    functions in stop); code_of: {id(function): its own code} of attncore's functions."""
     stopped = {id(function) for function in stop}
     seen, todo = {}, list(roots)
     while todo:
