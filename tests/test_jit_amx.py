@@ -45,6 +45,14 @@ def test_bf16_runs_on_amx_exactly_where_it_is_available():
         assert bf16.products("bf16", jit.PATHS["avx2"]) == "emulated"
 
 
+def test_without_amx_bf16_falls_back_to_vdpbf16ps_or_the_emulation(monkeypatch):
+    monkeypatch.setattr(bf16.amx, "available", lambda: False)
+    expected = "native" if bf16.native_available(jit.PATHS["avx512"]) else "emulated"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        assert bf16.products("bf16", jit.PATHS["avx512"]) == expected
+
+
 def test_tile_config_is_palette_1_with_eight_16_by_64_tiles():
     config = amx.tile_config()
     assert config.dtype == np.uint8 and config.size == 64 and config[0] == 1
