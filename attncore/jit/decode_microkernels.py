@@ -153,6 +153,36 @@ def _accumulate_block(typingctx, p, r0, v, kk0, n, acc, c0, alpha, shape):
     return types.void(p, r0, v, kk0, n, acc, c0, alpha, shape), _accumulate_codegen
 
 
+CACHE_LINE = 64  # bytes
+
+
+def _prefetch_codegen(context, builder, signature, args):
+    x_ty, row_ty, count_ty = signature.args
+    x = context.make_array(x_ty)(context, builder, args[0])
+    row, count = (context.cast(builder, value, t, types.intp) for t, value in zip((row_ty, count_ty), args[1:]))
+    intp, byte_ptr = context.get_value_type(types.intp), ir.IntType(8).as_pointer()
+    row_bytes = cgutils.unpack_tuple(builder, x.strides)[0]
+    start = builder.gep(builder.bitcast(x.data, byte_ptr), [builder.mul(row, row_bytes)])
+    lines = builder.udiv(builder.add(builder.mul(count, row_bytes), intp(CACHE_LINE - 1)), intp(CACHE_LINE))
+    i32 = ir.IntType(32)
+    prefetch = cgutils.get_or_insert_function(builder.module, ir.FunctionType(ir.VoidType(), [byte_ptr, i32, i32, i32]),
+                                              "llvm.prefetch.p0")
+    with cgutils.for_range(builder, lines) as loop:  # a read, kept in every cache level, of data
+        line = builder.gep(start, [builder.mul(loop.index, intp(CACHE_LINE))])
+        builder.call(prefetch, [line, i32(0), i32(3), i32(1)])
+    return context.get_dummy_value()
+
+
+@intrinsic
+def _prefetch_rows(typingctx, x, row, count):
+    """Ask the CPU to bring rows row:row + count of x (2-D, C-contiguous rows) into its caches:
+    a hint that reads nothing and cannot fault; the caller keeps the rows inside x."""
+    if not (isinstance(x, types.Array) and x.layout == "C" and x.ndim == 2
+            and all(isinstance(i, types.Integer) for i in (row, count))):
+        return None
+    return types.void(x, row, count), _prefetch_codegen
+
+
 def _block_sizes(shape, x):
     """(lanes, RB, KB, CB * lanes) of a TileShape for the dtype of array x, compile-time constants in kernels."""
 
