@@ -58,6 +58,7 @@ FILES = {
     "test_grading_unit.py": CHECK,
     "test_invariants.py": CHECK,
     "test_jit.py": CHECK,
+    "test_jit_amx.py": CHECK,
     "test_jit_bf16.py": CHECK,
     "test_jit_cache.py": CHECK,
     "test_jit_decode.py": CHECK,

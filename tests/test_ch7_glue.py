@@ -419,19 +419,21 @@ def test_perf_sentence_prints_only_what_was_counted():
 
 
 @pytest.mark.parametrize("bf16, emulated", [(0.55, 0.95), (1.0, 1.0), (1.3, 0.7)])
-@pytest.mark.parametrize("native", [True, False])
-def test_bf16_sentence_follows_the_paired_ratios(bf16, emulated, native):
-    text = story.bf16_sentence(bf16, emulated, native)
+@pytest.mark.parametrize("route", ["amx", "native", "emulated"])
+def test_bf16_sentence_follows_the_paired_ratios(bf16, emulated, route):
+    text = story.bf16_sentence(bf16, emulated, route)
     _plain("bf16_story", text)
     assert f"kernel ran {story.speed_word(bf16)}" in text and "fast than" not in text
-    assert ("vdpbf16ps," in text) == native and ("emulated in float32, it ran" in text) == native
-    if native:
+    assert text.startswith(f"With bfloat16 products {story.BF16_ROUTES[route]}, ")
+    assert ("emulated in float32, it ran" in text) == (route != "emulated")
+    if route != "emulated":
         assert f"it ran {story.speed_word(emulated)}" in text
 
 
 def test_isa_and_packing_sentences():
     flags = {"amx_tile": True, "amx_bf16": True, "avx512_bf16": True}
     assert "has AMX" in story.isa_sentence(flags) and "vdpbf16ps" in story.isa_sentence(flags)
+    assert "uses the tiles for its bfloat16 products" in story.isa_sentence(flags)
     assert "no AMX" in story.isa_sentence({"avx512_bf16": True})
     assert "neither AMX" in story.isa_sentence({})
     text = story.packing_sentence(0.8, 0.7)

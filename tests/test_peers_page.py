@@ -13,7 +13,7 @@ import re
 import numpy as np
 import pytest
 
-from attncore.bench import decode, peer_story as ps
+from attncore.bench import decode, peer_story as ps, story
 from attncore.invariants import check_rows
 
 PUBLISHED = ps.published()
@@ -372,7 +372,11 @@ def test_bf16_sentence_follows_the_rows(pub):
         assert text.startswith("This run did not time jit's bfloat16 paths")
         return
     speed = [1 / r for r in own.values()]
-    m = re.search(r"jit bf16 ran at (.*?) times the float32 path's speed, so the goal of ([\d.]+) times is (.*?);", text)
+    m = re.search(r"jit bf16(, its products (.*?),)? ran at (.*?) times the float32 path's speed, so the goal of "
+                  r"([\d.]+) times is (.*?);", text)
+    route = (ps._row(run, *next(iter(own)), "jit_bf16").get("details") or {}).get("products")
+    assert m.group(2) == (story.BF16_ROUTES[route] if route else None)
+    m = re.search(r"ran at (.*?) times the float32 path's speed, so the goal of ([\d.]+) times is (.*?);", m.group(0))
     assert_span(m.group(1), speed)
     assert m.group(3) == ("met at every shape" if min(speed) >= ps.GOALS["bf16_over_f32"] else
                           "missed at every shape" if max(speed) < ps.GOALS["bf16_over_f32"] else m.group(3))
@@ -394,10 +398,10 @@ def test_bf16_error_sentence_compares_like_with_like(pub, factor, word):
     theirs = ps.openvino_errors(run)
     n = min(n for n, _ in ps.shapes(run))
     errors = {(n, c): theirs.get((n, c), 1e-3) * factor for c in (False, True)}
-    for native in (True, False):
-        text = ps.bf16_error_sentence(errors, run, native)
+    for route, how in story.BF16_ROUTES.items():
+        text = ps.bf16_error_sentence(errors, run, route)
         _plain(text)
-        assert ("on vdpbf16ps" in text) == native
+        assert f"With bfloat16 products {how}, " in text
         for (m, c), e in errors.items():
             assert f"{e:.1e} at N = {m}{' causal' if c else ''}" in text
         if ps.precision(run, "openvino_default") == "float32":

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from . import published as _package_data
 from .decode import kv_bytes
-from .story import and_list, compared
+from .story import BF16_ROUTES, and_list, compared
 
 PUBLISHED = "2026-12-01-xeon-emerald-rapids-2-cores-peers.json"
 
@@ -479,7 +479,9 @@ def bf16_sentence(run):
         timed = [(n, c, r, e) for n, c, r, e, _ in entries(run, name) if r]
         speed = [1 / r for *_, r, _ in timed]
         met = [t for t, s in zip(timed, speed) if s >= GOALS["bf16_over_f32"]]
-        parts.append(f"{title(name)} ran at {_span(speed)} times the float32 path's speed, so the goal of "
+        route = (_row(run, timed[0][0], timed[0][1], name).get("details") or {}).get("products")
+        how = f", its products {BF16_ROUTES[route]}," if route in BF16_ROUTES and name == "jit_bf16" else ""
+        parts.append(f"{title(name)}{how} ran at {_span(speed)} times the float32 path's speed, so the goal of "
                      f"{GOALS['bf16_over_f32']:g} times is " + _met_where(met, timed))
         versus = [(n, c, openvino[n, c][0] / r, e <= openvino[n, c][1]) for n, c, r, e in timed if (n, c) in openvino]
         if versus:
@@ -507,13 +509,13 @@ def openvino_errors(run):
     return {(n, c): e for n, c, _, e, _ in entries(run, "openvino_default") if e is not None}
 
 
-def bf16_error_sentence(errors, run, native):
+def bf16_error_sentence(errors, run, route):
     """errors: {(n, causal): max |error| against float64} of precision="bf16" on this build, on
-    the harness's inputs (bench.impls.inputs); native: whether it ran on vdpbf16ps. Compared
-    shape by shape with OpenVINO's default precision in the run, where the run has it."""
-    how = "on vdpbf16ps" if native else "emulated in float32 (this build has no vdpbf16ps)"
+    the harness's inputs (bench.impls.inputs); route: how it ran its products (a key of
+    story.BF16_ROUTES). Compared shape by shape with OpenVINO's default precision in the run,
+    where the run has it."""
     mine = "; ".join(f"{e:.1e} at {_shape(n, c)}" for (n, c), e in errors.items())
-    text = f"With bfloat16 products {how}, this build's kernel was off from float64 by {mine}."
+    text = f"With bfloat16 products {BF16_ROUTES[route]}, this build's kernel was off from float64 by {mine}."
     theirs = openvino_errors(run)
     shared = [key for key in errors if key in theirs]
     if precision(run, "openvino_default") == "float32" or not shared:

@@ -347,6 +347,8 @@ class JitFlash(Peer):
             kwargs["precision"] = self.jit_precision
         details = {"backend": "attncore.jit.flash_attention", "layout": "(B, H, T, d)", "threads": threads,
                    "precision": self.jit_precision}
+        if self.jit_precision == "bf16":  # tiles, vdpbf16ps or emulated
+            details["products"] = jit.kernel_info()["bf16_products"]
         g = q.shape[1] // k.shape[1]
         if g > 1:
             try:

@@ -470,12 +470,15 @@ def _than(speedup):
     return word + (" as" if word == "about as fast" else " than")
 
 
-def bf16_sentence(f32_over_bf16, f32_over_emulated, native):
-    """Paired ratios of the kernel's times (float32 time / bf16 time); native: whether
-    precision="bf16" used vdpbf16ps on this machine."""
-    how = "on vdpbf16ps" if native else "emulated in float32 (this CPU has no vdpbf16ps)"
-    text = f"With bfloat16 products {how}, the kernel ran {_than(f32_over_bf16)} in float32"
-    if native:
+BF16_ROUTES = {"amx": "on AMX tiles (tdpbf16ps)", "native": "on vdpbf16ps",
+               "emulated": "emulated in float32 (this build has neither AMX tiles nor vdpbf16ps)"}
+
+
+def bf16_sentence(f32_over_bf16, f32_over_emulated, route):
+    """Paired ratios of the kernel's times (float32 time / bf16 time); route: how precision="bf16"
+    ran its products on this machine (jit.kernel_info()["bf16_products"]: a key of BF16_ROUTES)."""
+    text = f"With bfloat16 products {BF16_ROUTES[route]}, the kernel ran {_than(f32_over_bf16)} in float32"
+    if route != "emulated":
         text += f"; with the products emulated in float32, it ran {_than(f32_over_emulated)} in float32"
     return text + "."
 
@@ -487,9 +490,9 @@ def isa_sentence(flags):
     if amx:
         return ("This CPU has AMX, tile instructions that multiply bfloat16 and int8 matrices into float32"
                 + (", and AVX512_BF16's vdpbf16ps. " if bf16 else ". ")
-                + "The course's kernel does not use AMX; PyTorch's bfloat16 attention on such CPUs calls oneDNN's "
-                "small matrix products, which do, so a float32-only comparison understates what this CPU can do "
-                "for attention.")
+                + "The course's kernel uses the tiles for its bfloat16 products where Linux grants them to the "
+                "process (precision=\"bf16\"); its float32 path cannot, since AMX multiplies only bfloat16 and "
+                "int8. So a float32-only comparison understates what this CPU can do for attention.")
     if bf16:
         return "This CPU has AVX512_BF16's vdpbf16ps but no AMX."
     return "This CPU has neither AMX nor AVX512_BF16: bfloat16 products are emulated in float32 here."

@@ -225,11 +225,17 @@ def products(precision, shape):
         raise ValueError(f"precision must be one of {', '.join(map(repr, PRECISIONS))}, got {precision!r}")
     if precision == "f32":
         return None
-    if precision == "bf16" and native_available(shape):
-        return "amx" if amx.available() else "native"
-    if precision == "bf16":
+    if precision == "bf16" and route(shape) == "emulated":
         _warn_emulated(shape.name)
-    return "emulated"
+    return route(shape) if precision == "bf16" else "emulated"
+
+
+def route(shape):
+    """How precision="bf16" runs its products on the micro-kernel `shape` here: "amx" (tiles,
+    tdpbf16ps), "native" (vdpbf16ps) or "emulated" (the float32 kernel on rounded operands)."""
+    if not native_available(shape):
+        return "emulated"
+    return "amx" if amx.available() else "native"
 
 
 @functools.cache

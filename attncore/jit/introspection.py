@@ -10,6 +10,7 @@ import numpy as np
 from numba import types
 
 from .._checks import positive_int
+from .bf16 import route
 from .compiling import FASTMATH, _compute_dtype
 from .exponential import EXP2_COEFFICIENTS
 from .flash import PHASES, _flash, _run
@@ -99,10 +100,11 @@ def _check_product(a, b):
 
 
 def kernel_info(path=None, asm=False):
-    """What attncore.jit runs here: the path and its micro-kernel, the CPU, the exp2
-    polynomial, the compile cache of the attention kernel; with asm, the machine code
-    of the float32 micro-kernel (the compiled tile_product of this path). "note" says
-    why host_path is slower than the CPU could run (Numba compiles without AVX), or is None."""
+    """What attncore.jit runs here: the path and its micro-kernel, the CPU, how precision="bf16"
+    runs its products ("bf16_products": "amx", "native" or "emulated", bf16.route), the exp2
+    polynomial, the compile cache of the attention kernel; with asm, the machine code of the
+    float32 micro-kernel (the compiled tile_product of this path). "note" says why host_path
+    is slower than the CPU could run (Numba compiles without AVX), or is None."""
     name = _resolve_path(path)
     shape = PATHS[name]
     stats = _flash.stats
@@ -122,6 +124,7 @@ def kernel_info(path=None, asm=False):
         "fma_intrinsic": shape.fma and not shape.loops,
         "intrinsic": not shape.loops,
         "block_k": BLOCK_K,
+        "bf16_products": route(shape),
         "exp2_coefficients": EXP2_COEFFICIENTS,
         "phases": PHASES,
         "compiled_signatures": len(_flash.signatures),
