@@ -491,8 +491,8 @@ def isa_sentence(flags):
         return ("This CPU has AMX, tile instructions that multiply bfloat16 and int8 matrices into float32"
                 + (", and AVX512_BF16's vdpbf16ps. " if bf16 else ". ")
                 + "The course's kernel uses the tiles for its bfloat16 products where Linux grants them to the "
-                "process (precision=\"bf16\"); its float32 path cannot, since AMX multiplies only bfloat16 and "
-                "int8. So a float32-only comparison understates what this CPU can do for attention.")
+                "process; its float32 path cannot, since AMX multiplies only bfloat16 and int8. So a float32-only "
+                "comparison understates what this CPU can do for attention.")
     if bf16:
         return "This CPU has AVX512_BF16's vdpbf16ps but no AMX."
     return "This CPU has neither AMX nor AVX512_BF16: bfloat16 products are emulated in float32 here."
