@@ -1,6 +1,7 @@
 """Shared by the grading tests: the repository's assignments, built into submissions, and a
 throwaway nbgrader course driven through nbgrader's own command line."""
 import contextlib
+import functools
 import io
 import os
 import re
@@ -57,6 +58,12 @@ def verdicts(notebook, **options):
     return grade_notebook(notebook.cells, **options)
 
 
+@functools.lru_cache(maxsize=4096)
+def _compiled(source):
+    """A cell's code object: the catalogue runs the same setup and solution cells thousands of times."""
+    return compile(source, "<cell>", "exec")
+
+
 def in_process_verdicts(notebook, seed=None):
     """{grade_id: engine.Verdict} of a submission, its code run in this process: the fast
     path for the catalogue of wrong solutions (no worker, no nbgrader). seed: the draw of
@@ -67,7 +74,7 @@ def in_process_verdicts(notebook, seed=None):
     with contextlib.redirect_stdout(io.StringIO()):
         for cell in notebook.cells:
             if cell.cell_type == "code" and id(cell) not in tested:
-                exec(compile(cell.source, "<cell>", "exec"), namespace)
+                exec(_compiled(cell.source), namespace)
     result = {}
     for grade_id, _ in tests:
         function, suite = parse_grade_id(grade_id)
