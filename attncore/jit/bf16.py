@@ -133,6 +133,17 @@ def _pack_rows(x, r0, rows, out):
 
 
 @_jit
+def _pack_panel(q, p, q_panel, q_pairs):
+    """q_pairs (nr, d / 2) = queries p * nr ... of q (T, d), zero-padded to nr = q_panel.shape[0]
+    rows (q_panel (nr, d): scratch) and paired along d (_pack_rows)."""
+    nr = q_panel.shape[0]
+    width = min(nr, q.shape[0] - p * nr)
+    q_panel[:width] = q[p * nr:p * nr + width]
+    q_panel[width:] = 0
+    _pack_rows(q_panel, 0, nr, q_pairs)
+
+
+@_jit
 def _pack_columns(x, r0, rows, out):
     """Rows r0:r0+rows of x (R, C) float32 holding bf16 values, transposed and paired ->
     out[:, :ceil(rows/2)] (C, words) uint32: out[c, w] holds x[r0 + 2w, c] (low half) and

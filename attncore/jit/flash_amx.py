@@ -25,7 +25,7 @@ from numba.core import cgutils
 from numba.extending import intrinsic
 
 from .amx import _tile_configure, _tile_dot, _tile_load, _tile_release, _tile_store, _tile_zero, tile_config, zeros
-from .bf16 import _pack_columns, _pack_rows, round_vector
+from .bf16 import _pack_columns, _pack_panel, _pack_rows, round_vector
 from .compiling import _jit
 from .exponential import LN2
 from .isa import _tile_cols, _TileShapeType
@@ -101,103 +101,61 @@ def _weights(typingctx, s, rows, scale, m, l, alpha, p_w, shape):
 
 
 @_jit
-def _scores(k_w, rows, q_p, s_t, words, subs):
-    """s_t[:rows, :16 subs] = k_w[:rows, :words] . q_p[:words, :16 subs] (rows and words multiples
-    of 16). Per 16 queries and 64 keys: tiles 0..3 take the four 16-key blocks of S^T, 4 and 5
-    two tiles of queries (32 along d), 6 and 7 the keys."""
-    for s in range(0, 16 * subs, 16):
-        for g in range(0, rows, 64):
-            _tile_zero(0)
-            _tile_zero(1)
-            _tile_zero(2)
-            _tile_zero(3)
-            for c in range(0, words, 32):
-                two = c + 16 < words
-                _tile_load(4, q_p, c, s)
-                if two:
-                    _tile_load(5, q_p, c + 16, s)
-                _tile_load(6, k_w, g, c)
-                _tile_dot(0, 6, 4)
-                if two:
-                    _tile_load(7, k_w, g, c + 16)
-                    _tile_dot(0, 7, 5)
-                if g + 16 < rows:
-                    _tile_load(6, k_w, g + 16, c)
-                    _tile_dot(1, 6, 4)
-                    if two:
-                        _tile_load(7, k_w, g + 16, c + 16)
-                        _tile_dot(1, 7, 5)
-                if g + 32 < rows:
-                    _tile_load(6, k_w, g + 32, c)
-                    _tile_dot(2, 6, 4)
-                    if two:
-                        _tile_load(7, k_w, g + 32, c + 16)
-                        _tile_dot(2, 7, 5)
-                if g + 48 < rows:
-                    _tile_load(6, k_w, g + 48, c)
-                    _tile_dot(3, 6, 4)
-                    if two:
-                        _tile_load(7, k_w, g + 48, c + 16)
-                        _tile_dot(3, 7, 5)
-            _tile_store(0, s_t, g, s)
-            if g + 16 < rows:
-                _tile_store(1, s_t, g + 16, s)
-            if g + 32 < rows:
-                _tile_store(2, s_t, g + 32, s)
-            if g + 48 < rows:
-                _tile_store(3, s_t, g + 48, s)
-
-
-@_jit
-def _values(v_w, p_w, words, o_t, subs):
-    """o_t[:, :16 subs] += v_w[:, :words] . p_w[:words, :16 subs] (o_t's rows and words multiples
-    of 16). Per 16 queries and 64 rows of o_t: tiles 0..3 hold o_t, 4 and 5 the weights (32 keys
-    each), 6 and 7 the values."""
-    rows = o_t.shape[0]
+def _tile_matmul(a, rows, b, c, words, subs, accumulate):
+    """c[:rows, :16 subs] = (c if accumulate else 0) + a[:rows, :words] . b[:words, :16 subs] (rows and
+    words multiples of 16): S^T = K qT (k_w, q_p into s_t) and acc += V^T P^T (v_w, p_w into o_t).
+    Per 16 columns and 64 rows: tiles 0..3 hold the four 16-row blocks of c, 4 and 5 two tiles of
+    b (32 words), 6 and 7 those of a."""
     for s in range(0, 16 * subs, 16):
         for r in range(0, rows, 64):
-            _tile_load(0, o_t, r, s)
-            if r + 16 < rows:
-                _tile_load(1, o_t, r + 16, s)
-            if r + 32 < rows:
-                _tile_load(2, o_t, r + 32, s)
-            if r + 48 < rows:
-                _tile_load(3, o_t, r + 48, s)
-            for c in range(0, words, 32):
-                two = c + 16 < words
-                _tile_load(4, p_w, c, s)
+            if accumulate:
+                _tile_load(0, c, r, s)
+                if r + 16 < rows:
+                    _tile_load(1, c, r + 16, s)
+                if r + 32 < rows:
+                    _tile_load(2, c, r + 32, s)
+                if r + 48 < rows:
+                    _tile_load(3, c, r + 48, s)
+            else:
+                _tile_zero(0)
+                _tile_zero(1)
+                _tile_zero(2)
+                _tile_zero(3)
+            for w in range(0, words, 32):
+                two = w + 16 < words
+                _tile_load(4, b, w, s)
                 if two:
-                    _tile_load(5, p_w, c + 16, s)
-                _tile_load(6, v_w, r, c)
+                    _tile_load(5, b, w + 16, s)
+                _tile_load(6, a, r, w)
                 _tile_dot(0, 6, 4)
                 if two:
-                    _tile_load(7, v_w, r, c + 16)
+                    _tile_load(7, a, r, w + 16)
                     _tile_dot(0, 7, 5)
                 if r + 16 < rows:
-                    _tile_load(6, v_w, r + 16, c)
+                    _tile_load(6, a, r + 16, w)
                     _tile_dot(1, 6, 4)
                     if two:
-                        _tile_load(7, v_w, r + 16, c + 16)
+                        _tile_load(7, a, r + 16, w + 16)
                         _tile_dot(1, 7, 5)
                 if r + 32 < rows:
-                    _tile_load(6, v_w, r + 32, c)
+                    _tile_load(6, a, r + 32, w)
                     _tile_dot(2, 6, 4)
                     if two:
-                        _tile_load(7, v_w, r + 32, c + 16)
+                        _tile_load(7, a, r + 32, w + 16)
                         _tile_dot(2, 7, 5)
                 if r + 48 < rows:
-                    _tile_load(6, v_w, r + 48, c)
+                    _tile_load(6, a, r + 48, w)
                     _tile_dot(3, 6, 4)
                     if two:
-                        _tile_load(7, v_w, r + 48, c + 16)
+                        _tile_load(7, a, r + 48, w + 16)
                         _tile_dot(3, 7, 5)
-            _tile_store(0, o_t, r, s)
+            _tile_store(0, c, r, s)
             if r + 16 < rows:
-                _tile_store(1, o_t, r + 16, s)
+                _tile_store(1, c, r + 16, s)
             if r + 32 < rows:
-                _tile_store(2, o_t, r + 32, s)
+                _tile_store(2, c, r + 32, s)
             if r + 48 < rows:
-                _tile_store(3, o_t, r + 48, s)
+                _tile_store(3, c, r + 48, s)
 
 
 @_jit
@@ -229,10 +187,7 @@ def _flash_block_amx(queries, k, v, q0, q1, outputs, lses, settings, shape):
     q_panel = np.zeros((nr, d), np.float32)
     q_pairs = np.empty((nr, dw), np.uint32)
     for p in range(panels):
-        width = min(nr, rows - p * nr)
-        q_panel[:width] = q[p * nr:p * nr + width]
-        q_panel[width:] = 0
-        _pack_rows(q_panel, 0, nr, q_pairs)
+        _pack_panel(q, p, q_panel, q_pairs)
         q_w[p * words:p * words + dw] = q_pairs.T
     _tile_configure(tile_config())
     k_end = t_k if not causal else max(0, min(t_k, q0 + rows + offset))
@@ -249,7 +204,7 @@ def _flash_block_amx(queries, k, v, q0, q1, outputs, lses, settings, shape):
             if n <= 0:
                 continue
             n_pad = _round_up(n, 16)
-            _scores(k_w, n_pad, q_w[p * words:(p + 1) * words], s_t, words, subs)
+            _tile_matmul(k_w, n_pad, q_w[p * words:(p + 1) * words], s_t, words, subs, False)
             masked = n < n_pad or (causal and k0 + n - 1 > q0 + j0 + offset)
             if masked:
                 for j in range(n_pad):
@@ -274,7 +229,7 @@ def _flash_block_amx(queries, k, v, q0, q1, outputs, lses, settings, shape):
                     for c in range(j, d_vt * nr, nr):
                         for i in range(16):
                             acc_flat[c + i] *= alpha[j + i]
-            _values(v_w, p_w, n_words, acc_p, subs)
+            _tile_matmul(v_w, acc_p.shape[0], p_w, acc_p, n_words, subs, True)
     _tile_release()
     for i in range(rows):
         p, c0 = i // nr, i % nr

@@ -12,7 +12,7 @@ q, k and v arrive already rounded to bf16 (layout.py), so packing only moves bit
 import numpy as np
 from numba.extending import intrinsic, overload
 
-from .bf16 import _dot_typer, _pack_columns, _pack_pairs, _pack_rows
+from .bf16 import _dot_typer, _pack_columns, _pack_pairs, _pack_panel, _pack_rows
 from .compiling import FASTMATH, _jit
 from .exponential import LN2
 from .isa import _tile_cols, _tile_rows
@@ -72,10 +72,7 @@ def _flash_block_bf16(queries, k, v, q0, q1, outputs, lses, settings, shape):
     q_panel = np.zeros((nr, d), np.float32)
     q_pairs = np.empty((nr, dw), np.uint32)
     for p in range(panels):
-        width = min(nr, rows - p * nr)
-        q_panel[:width] = q[p * nr:p * nr + width]
-        q_panel[width:] = 0
-        _pack_rows(q_panel, 0, nr, q_pairs)
+        _pack_panel(q, p, q_panel, q_pairs)
         q_w[p] = q_pairs.T
     k_end = t_k if not causal else max(0, min(t_k, q0 + rows + offset))
     for k0 in range(0, k_end, block_k):
