@@ -392,6 +392,20 @@ def test_bf16_sentence_follows_the_rows(pub):
     assert (m.group(3) == "met at every shape") == both
 
 
+def test_bf16_sentence_names_the_route_only_where_the_run_recorded_it():
+    """Runs before the AMX path did not record how jit bf16 ran its products: no route is named."""
+    run = copy.deepcopy(PUBLISHED["peers"])
+    for row in run["rows"]:
+        (row.get("details") or {}).pop("products", None)
+    text = ps.bf16_sentence(run)
+    assert "its products" not in text and "jit bf16 ran at " in text
+    for route, how in story.BF16_ROUTES.items():
+        for row in run["rows"]:
+            if row["impl"] == "jit_bf16":
+                row["details"]["products"] = route
+        assert f"jit bf16, its products {how}, ran at " in ps.bf16_sentence(run)
+
+
 @pytest.mark.parametrize("factor, word", [(0.5, "smaller than"), (1.0, "about the same as"), (2.0, "larger than")])
 def test_bf16_error_sentence_compares_like_with_like(pub, factor, word):
     run = pub["peers"]
