@@ -20,7 +20,7 @@ from .exponential import LN2
 from .flash_amx import _flash_block_amx
 from .flash_bf16 import _flash_block_bf16
 from .isa import _tile_cols, _tile_rows
-from .layout import _prepare, _round_up
+from .layout import _panel_keys, _prepare, _round_up
 from .microkernels import PRODUCT_MAX, PRODUCT_RESCALE, PRODUCT_ZERO, _max_in_product, _softmax_tile, _tile_product
 from .schedule import BLOCK_K
 
@@ -87,15 +87,10 @@ def _flash_block(queries, k, v, q0, q1, outputs, lses, settings, shape, profilin
     for k0 in range(0, k_end, block_k):
         for p in range(panels):
             j0 = p * nr
-            n = min(block_k, t_k - k0)
-            if causal:  # keys past the panel's last query are no key of this panel
-                n = min(n, q0 + min(j0 + nr, rows) + offset - k0)
+            n, n_pad, masked = _panel_keys(min(block_k, t_k - k0), k0, q0, j0, nr, rows, mr, causal, offset)
             if n <= 0:
                 continue
-            n_pad = _round_up(n, mr)
             q_p, acc_p = q_t[p], acc_t[p]
-            # padding keys, and keys k0 + j hidden from the queries q0 + j0 + i < k0 + j - offset
-            masked = n < n_pad or (causal and k0 + n - 1 > q0 + j0 + offset)
             in_product = not masked and _max_in_product(shape)  # the max while the scores are in registers
             shift[:] = m[p]
             mode = PRODUCT_MAX if in_product else PRODUCT_ZERO

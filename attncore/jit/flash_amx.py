@@ -29,7 +29,7 @@ from .bf16 import _pack_columns, _pack_panel, _pack_rows, round_vector
 from .compiling import _jit
 from .exponential import LN2
 from .isa import _tile_cols, _TileShapeType
-from .layout import _round_up
+from .layout import _panel_keys, _round_up
 from .vector_ir import _VectorIR
 
 
@@ -198,14 +198,10 @@ def _flash_block_amx(queries, k, v, q0, q1, outputs, lses, settings, shape):
         _pack_columns(v, k0, n_tile, v_w)
         for p in range(panels):
             j0 = p * nr
-            n = n_tile
-            if causal:
-                n = min(n, q0 + min(j0 + nr, rows) + offset - k0)
+            n, n_pad, masked = _panel_keys(n_tile, k0, q0, j0, nr, rows, 16, causal, offset)
             if n <= 0:
                 continue
-            n_pad = _round_up(n, 16)
             _tile_matmul(k_w, n_pad, q_w[p * words:(p + 1) * words], s_t, words, subs, False)
-            masked = n < n_pad or (causal and k0 + n - 1 > q0 + j0 + offset)
             if masked:
                 for j in range(n_pad):
                     if j >= n:

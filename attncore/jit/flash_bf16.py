@@ -16,7 +16,7 @@ from .bf16 import _dot_typer, _pack_columns, _pack_pairs, _pack_panel, _pack_row
 from .compiling import FASTMATH, _jit
 from .exponential import LN2
 from .isa import _tile_cols, _tile_rows
-from .layout import _round_up
+from .layout import _panel_keys, _round_up
 from .microkernels import PRODUCT_MAX, PRODUCT_RESCALE, PRODUCT_ZERO, _softmax_tile
 
 _MODES = (PRODUCT_ZERO, PRODUCT_MAX, PRODUCT_RESCALE)
@@ -82,14 +82,10 @@ def _flash_block_bf16(queries, k, v, q0, q1, outputs, lses, settings, shape):
         _pack_columns(v, k0, n_tile, v_w)
         for p in range(panels):
             j0 = p * nr
-            n = n_tile
-            if causal:
-                n = min(n, q0 + min(j0 + nr, rows) + offset - k0)
+            n, n_pad, masked = _panel_keys(n_tile, k0, q0, j0, nr, rows, mr, causal, offset)
             if n <= 0:
                 continue
-            n_pad = _round_up(n, mr)
             acc_p = acc_t[p]
-            masked = n < n_pad or (causal and k0 + n - 1 > q0 + j0 + offset)
             shift[:] = m[p]
             mode = PRODUCT_ZERO if masked else PRODUCT_MAX
             for r0 in range(0, n_pad, mr):

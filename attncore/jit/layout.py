@@ -26,6 +26,19 @@ def _round_up(n, multiple):
     return (n + multiple - 1) // multiple * multiple
 
 
+@_jit
+def _panel_keys(n_tile, k0, q0, j0, nr, rows, multiple, causal, offset):
+    """The keys k0 ... of a tile of n_tile that the panel of queries q0 + j0 ... q0 + j0 + nr - 1
+    (of a block of rows) sees -> (n, n_pad, masked): n of them (with causal, up to the panel's
+    last query; 0 or less: none), n rounded up to `multiple` for the micro-kernel, and whether
+    a score must be masked: a padding key, or key k0 + j hidden from a query q0 + j0 + i < k0 + j - offset."""
+    n = n_tile
+    if causal:  # keys past the panel's last query are no key of this panel
+        n = min(n, q0 + min(j0 + nr, rows) + offset - k0)
+    n_pad = _round_up(n, multiple)
+    return n, n_pad, n < n_pad or (causal and k0 + n - 1 > q0 + j0 + offset)
+
+
 def _flatten(x, dtype, rows=None, cols=None):
     """x (*lead, T, d) -> (its own flattened leading dims, T, d), C-contiguous in dtype; with
     rows (cols), T (d) zero-padded to that many. A copy only when a dtype, layout or shape changes."""
