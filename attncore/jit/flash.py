@@ -20,7 +20,7 @@ from .exponential import LN2
 from .flash_amx import _flash_block_amx
 from .flash_bf16 import _flash_block_bf16
 from .isa import _tile_cols, _tile_rows
-from .layout import _panel_keys, _prepare, _round_up
+from .layout import _mask_panel, _panel_keys, _prepare, _round_up
 from .microkernels import PRODUCT_MAX, PRODUCT_RESCALE, PRODUCT_ZERO, _max_in_product, _softmax_tile, _tile_product
 from .schedule import BLOCK_K
 
@@ -76,7 +76,6 @@ def _flash_block(queries, k, v, q0, q1, outputs, lses, settings, shape, profilin
     s_t = np.empty((_round_up(min(block_k, t_k), mr), nr), dtype)  # a tile's scores, then weights
     shift = np.empty(nr, dtype)  # the max so far in a tile, then the new max with 0 where it is -inf
     alpha = np.empty(nr, dtype)  # 2^(old max - new max)
-    minus_inf = dtype.type(-np.inf)
     start = _cycles() if profiling else 0
     for i in range(rows):
         for c in range(d):
@@ -98,14 +97,7 @@ def _flash_block(queries, k, v, q0, q1, outputs, lses, settings, shape, profilin
                 _tile_product(k, k0 + r0, 0, q_p, s_t, r0, d, shift, mode, shape)
             start = _tick(profiling, cycles, 1, start)
             if masked:
-                for j in range(n_pad):
-                    if j >= n:  # a padding key: mask the whole row
-                        cut = nr
-                    elif causal:  # mask the lanes whose query is before key k0 + j
-                        cut = max(0, min(nr, k0 + j - offset - q0 - j0))
-                    else:
-                        cut = 0
-                    s_t[j, :cut] = minus_inf
+                _mask_panel(s_t, n, n_pad, k0, q0, j0, causal, offset)
             start = _tick(profiling, cycles, 2, start)
             _softmax_tile(s_t, n_pad, 0 if in_product else n_pad, m[p], l[p], shift, alpha, shape)
             start = _tick(profiling, cycles, 3, start)

@@ -29,7 +29,7 @@ from .bf16 import _pack_columns, _pack_panel, _pack_rows, round_vector
 from .compiling import _jit
 from .exponential import LN2
 from .isa import _tile_cols, _TileShapeType
-from .layout import _panel_keys, _round_up
+from .layout import _mask_panel, _panel_keys, _round_up
 from .vector_ir import _VectorIR
 
 
@@ -183,7 +183,6 @@ def _flash_block_amx(queries, k, v, q0, q1, outputs, lses, settings, shape):
     v_w = zeros(d_vt, tile // 2, np.uint32)
     p_w = zeros(tile // 2, nr, np.uint32)
     alpha = np.empty(nr, np.float32)
-    minus_inf = np.float32(-np.inf)
     q_panel = np.zeros((nr, d), np.float32)
     q_pairs = np.empty((nr, dw), np.uint32)
     for p in range(panels):
@@ -203,15 +202,7 @@ def _flash_block_amx(queries, k, v, q0, q1, outputs, lses, settings, shape):
                 continue
             _tile_matmul(k_w, n_pad, q_w[p * words:(p + 1) * words], s_t, words, subs, False)
             if masked:
-                for j in range(n_pad):
-                    if j >= n:
-                        cut = nr
-                    elif causal:
-                        cut = max(0, min(nr, k0 + j - offset - q0 - j0))
-                    else:
-                        cut = 0
-                    for i in range(cut):
-                        s_t[j, i] = minus_inf
+                _mask_panel(s_t, n, n_pad, k0, q0, j0, causal, offset)
             _weights(s_t, n_pad, scale, m[p], l[p], alpha, p_w, shape)  # the scale after the sum: exact products
             n_words = _round_up(n_pad // 2, 16)  # the weights past n are 0
             p_w[n_pad // 2:n_words] = 0

@@ -16,7 +16,7 @@ from .bf16 import _dot_typer, _pack_columns, _pack_pairs, _pack_panel, _pack_row
 from .compiling import FASTMATH, _jit
 from .exponential import LN2
 from .isa import _tile_cols, _tile_rows
-from .layout import _panel_keys, _round_up
+from .layout import _mask_panel, _panel_keys, _round_up
 from .microkernels import PRODUCT_MAX, PRODUCT_RESCALE, PRODUCT_ZERO, _softmax_tile
 
 _MODES = (PRODUCT_ZERO, PRODUCT_MAX, PRODUCT_RESCALE)
@@ -68,7 +68,6 @@ def _flash_block_bf16(queries, k, v, q0, q1, outputs, lses, settings, shape):
     p_w = np.empty((tile // 2 + 1, nr), np.uint32)  # a panel's weights, paired along keys
     shift = np.empty(nr, np.float32)
     alpha = np.empty(nr, np.float32)
-    minus_inf = np.float32(-np.inf)
     q_panel = np.zeros((nr, d), np.float32)
     q_pairs = np.empty((nr, dw), np.uint32)
     for p in range(panels):
@@ -91,14 +90,7 @@ def _flash_block_bf16(queries, k, v, q0, q1, outputs, lses, settings, shape):
             for r0 in range(0, n_pad, mr):
                 _dot(k_w, r0, 0, q_w[p], s_t, r0, dw, shift, scale, mode, shape)
             if masked:
-                for j in range(n_pad):
-                    if j >= n:
-                        cut = nr
-                    elif causal:
-                        cut = max(0, min(nr, k0 + j - offset - q0 - j0))
-                    else:
-                        cut = 0
-                    s_t[j, :cut] = minus_inf
+                _mask_panel(s_t, n, n_pad, k0, q0, j0, causal, offset)
             _softmax_tile(s_t, n_pad, n_pad if masked else 0, m[p], l[p], shift, alpha, shape)
             # with n odd, the last word pairs key n - 1 with a weight 0 (and v_w with key n, finite, or 0)
             _pack_pairs(s_t, n, p_w)

@@ -39,6 +39,22 @@ def _panel_keys(n_tile, k0, q0, j0, nr, rows, multiple, causal, offset):
     return n, n_pad, n < n_pad or (causal and k0 + n - 1 > q0 + j0 + offset)
 
 
+@_jit
+def _mask_panel(s_t, n, n_pad, k0, q0, j0, causal, offset):
+    """Where _panel_keys said masked: s_t[j, i] = -inf (s_t (keys, nr), a panel's scores of the
+    keys k0 + j) for a padding key (j >= n: the whole row) and, with causal, for the lanes whose
+    query q0 + j0 + i comes before key k0 + j - offset."""
+    nr = s_t.shape[1]
+    for j in range(n_pad):
+        if j >= n:
+            cut = nr
+        elif causal:
+            cut = max(0, min(nr, k0 + j - offset - q0 - j0))
+        else:
+            cut = 0
+        s_t[j, :cut] = -np.inf
+
+
 def _flatten(x, dtype, rows=None, cols=None):
     """x (*lead, T, d) -> (its own flattened leading dims, T, d), C-contiguous in dtype; with
     rows (cols), T (d) zero-padded to that many. A copy only when a dtype, layout or shape changes."""
