@@ -16,11 +16,10 @@ from numba.extending import intrinsic, overload
 
 from .._checks import check_qkv
 from .compiling import FASTMATH, _jit, _parallel_jit
-from .exponential import LN2
 from .flash_amx import _flash_block_amx
 from .flash_bf16 import _flash_block_bf16
 from .isa import _tile_cols, _tile_rows
-from .layout import _mask_panel, _panel_keys, _prepare, _round_up
+from .layout import _finish_rows, _mask_panel, _panel_keys, _prepare, _round_up
 from .microkernels import PRODUCT_MAX, PRODUCT_RESCALE, PRODUCT_ZERO, _max_in_product, _softmax_tile, _tile_product
 from .schedule import BLOCK_K
 
@@ -66,7 +65,7 @@ def _flash_block(queries, k, v, q0, q1, outputs, lses, settings, shape, profilin
     q, out, lse = queries[q0:q1], outputs[q0:q1], lses[q0:q1]
     rows, d, dtype = q.shape[0], q.shape[1], q.dtype
     mr, nr = _tile_rows(shape), _tile_cols(shape, q)
-    d_v, d_vp = out.shape[1], v.shape[1]
+    d_vp = v.shape[1]
     panels = (rows + nr - 1) // nr
     v_t = v.T
     q_t = np.zeros((panels, d, nr), dtype)  # scaled queries, transposed, panel by panel
@@ -104,13 +103,7 @@ def _flash_block(queries, k, v, q0, q1, outputs, lses, settings, shape, profilin
             for r0 in range(0, d_vp, mr):
                 _tile_product(v_t, r0, k0, s_t, acc_p, r0, n, alpha, PRODUCT_RESCALE, shape)
             start = _tick(profiling, cycles, 4, start)
-    for i in range(rows):
-        p, c0 = i // nr, i % nr
-        seen = l[p, c0] > 0
-        lse[i] = m[p, c0] * LN2 + np.log(l[p, c0]) if seen else -np.inf
-        inverse = 1 / l[p, c0] if seen else 0  # one division per query, not per output
-        for c in range(d_v):
-            out[i, c] = acc_t[p, c, c0] * inverse
+    _finish_rows(acc_t, m, l, out, lse)
     _tick(profiling, cycles, 5, start)
 
 

@@ -27,9 +27,8 @@ from numba.extending import intrinsic
 from .amx import _tile_configure, _tile_dot, _tile_load, _tile_release, _tile_store, _tile_zero, tile_config, zeros
 from .bf16 import _pack_columns, _pack_panel, _pack_rows, round_vector
 from .compiling import _jit
-from .exponential import LN2
 from .isa import _tile_cols, _TileShapeType
-from .layout import _mask_panel, _panel_keys, _round_up
+from .layout import _finish_rows, _mask_panel, _panel_keys, _round_up
 from .vector_ir import _VectorIR
 
 
@@ -168,7 +167,7 @@ def _flash_block_amx(queries, k, v, q0, q1, outputs, lses, settings, shape):
     rows, d = q.shape[0], q.shape[1]
     nr = _tile_cols(shape, q)
     subs = nr // 16
-    d_v, d_vp = out.shape[1], v.shape[1]
+    d_vp = v.shape[1]
     dw = (d + 1) // 2
     words = _round_up(dw, 16)  # words of bf16 pairs along d, whole tiles
     d_vt = _round_up(d_vp, 16)
@@ -218,10 +217,4 @@ def _flash_block_amx(queries, k, v, q0, q1, outputs, lses, settings, shape):
                             acc_flat[c + i] *= alpha[j + i]
             _tile_matmul(v_w, acc_p.shape[0], p_w, acc_p, n_words, subs, True)
     _tile_release()
-    for i in range(rows):
-        p, c0 = i // nr, i % nr
-        seen = l[p, c0] > 0
-        lse[i] = m[p, c0] * LN2 + np.log(l[p, c0]) if seen else -np.inf
-        inverse = 1 / l[p, c0] if seen else 0
-        for c in range(d_v):
-            out[i, c] = acc_t[p, c, c0] * inverse
+    _finish_rows(acc_t, m, l, out, lse)

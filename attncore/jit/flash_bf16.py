@@ -14,9 +14,8 @@ from numba.extending import intrinsic, overload
 
 from .bf16 import _dot_typer, _pack_columns, _pack_pairs, _pack_panel, _pack_rows
 from .compiling import FASTMATH, _jit
-from .exponential import LN2
 from .isa import _tile_cols, _tile_rows
-from .layout import _mask_panel, _panel_keys, _round_up
+from .layout import _finish_rows, _mask_panel, _panel_keys, _round_up
 from .microkernels import PRODUCT_MAX, PRODUCT_RESCALE, PRODUCT_ZERO, _softmax_tile
 
 _MODES = (PRODUCT_ZERO, PRODUCT_MAX, PRODUCT_RESCALE)
@@ -54,7 +53,7 @@ def _flash_block_bf16(queries, k, v, q0, q1, outputs, lses, settings, shape):
     q, out, lse = queries[q0:q1], outputs[q0:q1], lses[q0:q1]
     rows, d = q.shape[0], q.shape[1]
     mr, nr = _tile_rows(shape), _tile_cols(shape, q)
-    d_v, d_vp = out.shape[1], v.shape[1]
+    d_vp = v.shape[1]
     dw = (d + 1) // 2  # words of bf16 pairs along d
     panels = (rows + nr - 1) // nr
     q_w = np.zeros((panels, dw, nr), np.uint32)  # queries, transposed and paired along d, panel by panel
@@ -96,10 +95,4 @@ def _flash_block_bf16(queries, k, v, q0, q1, outputs, lses, settings, shape):
             _pack_pairs(s_t, n, p_w)
             for r0 in range(0, d_vp, mr):
                 _dot(v_w, r0, 0, p_w, acc_p, r0, (n + 1) // 2, alpha, scale, PRODUCT_RESCALE, shape)
-    for i in range(rows):
-        p, c0 = i // nr, i % nr
-        seen = l[p, c0] > 0
-        lse[i] = m[p, c0] * LN2 + np.log(l[p, c0]) if seen else -np.inf
-        inverse = 1 / l[p, c0] if seen else 0
-        for c in range(d_v):
-            out[i, c] = acc_t[p, c, c0] * inverse
+    _finish_rows(acc_t, m, l, out, lse)

@@ -16,7 +16,7 @@ import numpy as np
 from .._checks import causal_allowed, check_qkv, positive_int, prepare_attention, scores, value_headroom
 from .bf16 import products, round_to_bf16
 from .compiling import _compute_dtype, _jit
-from .exponential import LOG2E
+from .exponential import LN2, LOG2E
 from .isa import ENV_PATH, PATHS, TileShape, _resolve_path
 from .schedule import _block_starts
 
@@ -53,6 +53,21 @@ def _mask_panel(s_t, n, n_pad, k0, q0, j0, causal, offset):
         else:
             cut = 0
         s_t[j, :cut] = -np.inf
+
+
+@_jit
+def _finish_rows(acc_t, m, l, out, lse):
+    """out (rows, d_v) = acc / l and lse (rows,) = m ln 2 + log l for each query row, from its
+    panel's online-softmax state (acc_t (panels, d_vp, nr), m and l (panels, nr), log2 units);
+    0 and -inf for a row that saw no key."""
+    nr = m.shape[1]
+    for i in range(out.shape[0]):
+        p, c0 = i // nr, i % nr
+        seen = l[p, c0] > 0
+        lse[i] = m[p, c0] * LN2 + np.log(l[p, c0]) if seen else -np.inf
+        inverse = 1 / l[p, c0] if seen else 0  # one division per query, not per output
+        for c in range(out.shape[1]):
+            out[i, c] = acc_t[p, c, c0] * inverse
 
 
 def _flatten(x, dtype, rows=None, cols=None):
