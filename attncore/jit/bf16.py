@@ -234,11 +234,12 @@ def products(precision, shape):
     or "bf16_emulated")."""
     if precision not in PRECISIONS:
         raise ValueError(f"precision must be one of {', '.join(map(repr, PRECISIONS))}, got {precision!r}")
-    if precision == "f32":
-        return None
-    if precision == "bf16" and route(shape) == "emulated":
+    if precision != "bf16":
+        return None if precision == "f32" else "emulated"
+    taken = route(shape)
+    if taken == "emulated":
         _warn_emulated(shape.name)
-    return route(shape) if precision == "bf16" else "emulated"
+    return taken
 
 
 def route(shape):
