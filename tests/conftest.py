@@ -14,6 +14,11 @@ A test file missing from FILES gets no marker, so it runs in `make check` as wel
 `make test` (it cannot escape the inner loop unnoticed), and the run warns about it: add
 it to FILES.
 
+Worker groups (`--dist loadgroup`, pytestmark in each file): tests that share a costly
+fixture run on one worker, and so do the files that compile attncore.jit's kernels (the
+"numba" group): split over two workers, both compiled the same kernels on a fresh clone,
+about 80 s of CPU more.
+
 Hypothesis profiles (select with the HYPOTHESIS_PROFILE environment variable):
 
 - "ci" (default): derandomized, so every run of the suite (a laptop, CI on a fresh

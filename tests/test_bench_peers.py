@@ -12,6 +12,8 @@ import attncore
 from attncore import masks
 from attncore.bench import decode, impls, peers, timing
 
+pytestmark = pytest.mark.xdist_group("numba")  # one worker compiles each kernel once (conftest.py)
+
 PEERS = ("jit", *peers.PEER_NAMES)
 
 

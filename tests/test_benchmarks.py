@@ -11,6 +11,8 @@ from attncore.bench import impls, timing
 
 from benchmarks import harness
 
+pytestmark = pytest.mark.xdist_group("numba")  # one worker compiles each kernel once (conftest.py)
+
 
 def test_smoke_run_writes_every_field(tmp_path, capsys):
     out = tmp_path / "results.json"

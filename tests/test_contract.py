@@ -25,6 +25,8 @@ import pytest
 import attncore as ac
 from attncore import masks
 
+pytestmark = pytest.mark.xdist_group("numba")  # one worker compiles each kernel once (conftest.py)
+
 try:
     from attncore import jit
 except ImportError:  # the contract of the NumPy implementations holds without Numba

@@ -1,7 +1,9 @@
 """The pieces of out-of-process grading: the wire format, observing one call, the worker."""
 import _tracemalloc
 import math
+import sys
 import tracemalloc
+import types
 
 import numpy as np
 import pytest
@@ -79,6 +81,21 @@ def test_observe_trips_forbidden_calls_and_restores_them():
     seen = observe(cheat, {"x": np.zeros(3)}, forbidden=("softmax",))
     assert seen["raised"] == ("ForbiddenCall", "attncore.softmax")
     assert attncore.softmax is original
+
+
+def test_a_module_loaded_after_the_first_call_is_read_on_the_next(monkeypatch):
+    """observe reads attncore's modules again only when one was loaded or gained a name; a
+    late module's functions and a name added to a loaded module can still be forbidden."""
+    observe(lambda x: x, {"x": 0.0}, forbidden=("softmax",))  # the library as loaded now
+    late = types.ModuleType("attncore.late")
+    exec("def helper(x):\n    return x\n", vars(late))  # defined in attncore.late
+    monkeypatch.setitem(sys.modules, "attncore.late", late)
+    seen = observe(lambda x: late.helper(x), {"x": 0.0}, forbidden=("late.helper",))
+    assert seen["raised"] == ("ForbiddenCall", "attncore.late.helper")
+    exec("def added(x):\n    return x\n", vars(late))
+    seen = observe(lambda x: late.added(x), {"x": 0.0}, forbidden=("late.added",))
+    assert seen["raised"] == ("ForbiddenCall", "attncore.late.added")
+    assert late.helper(1.0) == late.added(1.0) == 1.0  # untripped after each call
 
 
 MB8 = 8 << 20  # np.ones(1 << 20): 8 MB of float64

@@ -11,6 +11,8 @@ pytest.importorskip("numba")
 
 from attncore import jit  # noqa: E402
 
+pytestmark = pytest.mark.xdist_group("numba")  # one worker compiles each kernel once (conftest.py)
+
 PATHS = sorted(jit.PATHS)
 
 
