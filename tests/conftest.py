@@ -30,12 +30,19 @@ Hypothesis profiles (select with the HYPOTHESIS_PROFILE environment variable):
   HYPOTHESIS_PROFILE=dev python -m pytest tests
 """
 import os
-import re
-from pathlib import Path
 
-import numpy as np
-import pytest
-from hypothesis import HealthCheck, settings
+# Two workers share two cores: a NumPy product split over two BLAS threads waits for the
+# core the other worker holds (the drawn cases ran 25% slower beside one busy core). So one
+# BLAS thread per worker unless the environment says otherwise; code that measures threads
+# sets its own count (attncore.bench.blas_threads). OpenBLAS reads this when NumPy loads.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
+import re  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+from hypothesis import HealthCheck, settings  # noqa: E402
 
 CHECK = ()  # the fast inner loop: no marker
 SLOW = ("slow",)  # in process, but long (many seeds, cold Numba compiles, subprocesses)
