@@ -15,9 +15,10 @@ A test file missing from FILES gets no marker, so it runs in `make check` as wel
 it to FILES.
 
 Worker groups (`--dist loadgroup`, pytestmark in each file): tests that share a costly
-fixture run on one worker, and so do the files that compile attncore.jit's kernels (the
-"numba" group): split over two workers, both compiled the same kernels on a fresh clone,
-about 80 s of CPU more.
+fixture run on one worker. So do the files that compile the same attncore.jit kernels, in
+two groups, "numba-flash" and "numba-decode": on a fresh clone the jit files took 436 s of
+CPU spread over both workers (each compiled the same kernels), 356 s on one worker and
+372 s in the two groups, which also keeps a cold `make check` at 162 s instead of 251 s.
 
 Hypothesis profiles (select with the HYPOTHESIS_PROFILE environment variable):
 

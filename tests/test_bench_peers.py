@@ -12,7 +12,7 @@ import attncore
 from attncore import masks
 from attncore.bench import decode, impls, peers, timing
 
-pytestmark = pytest.mark.xdist_group("numba")  # one worker compiles each kernel once (conftest.py)
+pytestmark = pytest.mark.xdist_group("numba-decode")  # one worker compiles each kernel once (conftest.py)
 
 PEERS = ("jit", *peers.PEER_NAMES)
 

@@ -11,7 +11,7 @@ from attncore.bench import impls, timing
 
 from benchmarks import harness
 
-pytestmark = pytest.mark.xdist_group("numba")  # one worker compiles each kernel once (conftest.py)
+pytestmark = pytest.mark.xdist_group("numba-decode")  # one worker compiles each kernel once (conftest.py)
 
 
 def test_smoke_run_writes_every_field(tmp_path, capsys):

@@ -16,7 +16,7 @@ import pytest
 from attncore import bench
 from attncore.bench import asm, story
 
-pytestmark = pytest.mark.xdist_group("numba")  # one worker compiles each kernel once (conftest.py)
+pytestmark = pytest.mark.xdist_group("numba-flash")  # one worker compiles each kernel once (conftest.py)
 
 BOOK = Path(__file__).resolve().parents[1] / "book"
 JIT_INTENSITY = 256.0                      # block_q / 2 for blocks of 512 queries

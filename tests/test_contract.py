@@ -25,7 +25,7 @@ import pytest
 import attncore as ac
 from attncore import masks
 
-pytestmark = pytest.mark.xdist_group("numba")  # one worker compiles each kernel once (conftest.py)
+pytestmark = pytest.mark.xdist_group("numba-flash")  # one worker compiles each kernel once (conftest.py)
 
 try:
     from attncore import jit

@@ -14,7 +14,7 @@ from attncore import masks
 from . import reference as ref
 from .strategies import flash_problems, random_qkv
 
-pytestmark = pytest.mark.xdist_group("numba")  # one worker compiles each kernel once (conftest.py)
+pytestmark = pytest.mark.xdist_group("numba-flash")  # one worker compiles each kernel once (conftest.py)
 
 SHAPES = [(5, 5), (7, 7), (3, 8), (8, 3), (1, 6), (6, 1), (1, 1)]
 BLOCKS = [(1, 1), (2, 3), (3, 2), (4, 4), (5, 100), (64, 64)]

@@ -20,7 +20,7 @@ import attncore  # noqa: E402
 from attncore import jit, masks  # noqa: E402
 from attncore.flash import causal_offset  # noqa: E402
 
-pytestmark = pytest.mark.xdist_group("numba")  # one worker compiles each kernel once (conftest.py)
+pytestmark = pytest.mark.xdist_group("numba-flash")  # one worker compiles each kernel once (conftest.py)
 
 DTYPES = [np.float32, np.float64]
 PATHS = sorted(jit.PATHS)

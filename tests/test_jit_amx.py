@@ -21,7 +21,7 @@ from attncore.jit.bf16 import _pack_pairs, _pack_rows, round_to_bf16  # noqa: E4
 
 from .test_jit_bf16 import _mask, assert_below, assert_matches_bf16_reference, float64_bound, inputs  # noqa: E402
 
-pytestmark = pytest.mark.xdist_group("numba")  # one worker compiles each kernel once (conftest.py)
+pytestmark = pytest.mark.xdist_group("numba-flash")  # one worker compiles each kernel once (conftest.py)
 
 AMX = amx.available()
 needs_amx = pytest.mark.skipif(not AMX, reason="no AMX here (CPU, Numba's features or the kernel's permission)")

@@ -19,7 +19,7 @@ from attncore import jit, masks  # noqa: E402
 from attncore.bfloat16 import round_to_bfloat16  # noqa: E402
 from attncore.jit.bf16 import native_available  # noqa: E402
 
-pytestmark = pytest.mark.xdist_group("numba")  # one worker compiles each kernel once (conftest.py)
+pytestmark = pytest.mark.xdist_group("numba-flash")  # one worker compiles each kernel once (conftest.py)
 
 U = 2.0**-9  # bfloat16's unit roundoff: |bf16(x) - x| <= U |x|
 NATIVE = native_available(jit.PATHS["avx512"])

@@ -11,7 +11,7 @@ pytest.importorskip("numba")
 
 from attncore import jit  # noqa: E402
 
-pytestmark = pytest.mark.xdist_group("numba")  # one worker compiles each kernel once (conftest.py)
+pytestmark = pytest.mark.xdist_group("numba-decode")  # one worker compiles each kernel once (conftest.py)
 
 PATHS = sorted(jit.PATHS)
 
