@@ -48,7 +48,7 @@ from .decode_microkernels import ROWS, _accumulate_block, _block_sizes, _prefetc
 from .exponential import LN2, LOG2E, _exp2
 from .flash import _take_next
 from .isa import PATHS, _resolve_path, _tile_cols, _tile_rows
-from .layout import _batch_index, _check_scores, _flatten, _round_up
+from .layout import _batch_index, _check_scores, _flatten, _mask_panel, _panel_keys, _round_up
 from .microkernels import PRODUCT_MAX, PRODUCT_RESCALE, PRODUCT_ZERO, _max_in_product, _softmax_tile, _tile_product
 from .schedule import BLOCK_K
 
@@ -134,19 +134,14 @@ def _decode_split(q, k, v, k_start, k_stop, acc_t, m, l, settings, shape):
     tail = np.zeros((mr, d), dtype)  # the last keys of k, zero-padded to mr rows
     shift = np.empty(nr, dtype)
     alpha = np.empty(nr, dtype)
-    minus_inf = dtype.type(-np.inf)
     alarm = False
     for k0 in range(k_start, k_stop, block_k):
         for p in range(panels):
             rho0 = p * nr
-            n = min(block_k, k_stop - k0)
-            if causal:  # keys past the panel's last query are no key of this panel
-                n = min(n, (min(rho0 + nr, rows) - 1) // group + offset - k0 + 1)
+            n, n_pad, masked = _panel_keys(min(block_k, k_stop - k0), k0, 0, rho0, nr, rows, mr, causal, offset, group)
             if n <= 0:
                 continue
-            n_pad = _round_up(n, mr)
             q_p, acc_p = q_t[p], acc_t[p]
-            masked = n < n_pad or (causal and k0 + n - 1 > rho0 // group + offset)
             in_product = not masked and _max_in_product(shape)
             shift[:] = m[p]
             mode = PRODUCT_MAX if in_product else PRODUCT_ZERO
@@ -159,15 +154,8 @@ def _decode_split(q, k, v, k_start, k_stop, acc_t, m, l, settings, shape):
                             tail[i, c] = k[k0 + r0 + i, c] if k0 + r0 + i < t_k else 0
                     _tile_product(tail, 0, 0, q_p, s_t, r0, d, shift, mode, shape)
             alarm |= _row_alarm(s_t.reshape(s_t.size), n_pad * nr)  # (padding lanes and keys score 0)
-            if masked:
-                for j in range(n_pad):
-                    if j >= n:  # past the split, or a padding key: the whole row
-                        cut = nr
-                    elif causal:  # packed rows rho < G (k0 + j - offset) are queries before that key
-                        cut = max(0, min(nr, group * (k0 + j - offset) - rho0))
-                    else:
-                        cut = 0
-                    s_t[j, :cut] = minus_inf
+            if masked:  # keys past the split or padding; packed rows rho < G (k0 + j - offset)
+                _mask_panel(s_t, n, n_pad, k0, 0, rho0, causal, offset, group)
             _softmax_tile(s_t, n_pad, 0 if in_product else n_pad, m[p], l[p], shift, alpha, shape)
             for r0 in range(0, d_vp, mr):
                 _tile_product(v_t, r0, k0, s_t, acc_p, r0, n, alpha, PRODUCT_RESCALE, shape)

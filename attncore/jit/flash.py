@@ -85,7 +85,7 @@ def _flash_block(queries, k, v, q0, q1, outputs, lses, settings, shape, profilin
     for k0 in range(0, k_end, block_k):
         for p in range(panels):
             j0 = p * nr
-            n, n_pad, masked = _panel_keys(min(block_k, t_k - k0), k0, q0, j0, nr, rows, mr, causal, offset)
+            n, n_pad, masked = _panel_keys(min(block_k, t_k - k0), k0, q0, j0, nr, rows, mr, causal, offset, 1)
             if n <= 0:
                 continue
             q_p, acc_p = q_t[p], acc_t[p]
@@ -96,7 +96,7 @@ def _flash_block(queries, k, v, q0, q1, outputs, lses, settings, shape, profilin
                 _tile_product(k, k0 + r0, 0, q_p, s_t, r0, d, shift, mode, shape)
             start = _tick(profiling, cycles, 1, start)
             if masked:
-                _mask_panel(s_t, n, n_pad, k0, q0, j0, causal, offset)
+                _mask_panel(s_t, n, n_pad, k0, q0, j0, causal, offset, 1)
             start = _tick(profiling, cycles, 2, start)
             _softmax_tile(s_t, n_pad, 0 if in_product else n_pad, m[p], l[p], shift, alpha, shape)
             start = _tick(profiling, cycles, 3, start)

@@ -196,12 +196,12 @@ def _flash_block_amx(queries, k, v, q0, q1, outputs, lses, settings, shape):
         _pack_columns(v, k0, n_tile, v_w)
         for p in range(panels):
             j0 = p * nr
-            n, n_pad, masked = _panel_keys(n_tile, k0, q0, j0, nr, rows, 16, causal, offset)
+            n, n_pad, masked = _panel_keys(n_tile, k0, q0, j0, nr, rows, 16, causal, offset, 1)
             if n <= 0:
                 continue
             _tile_matmul(k_w, n_pad, q_w[p * words:(p + 1) * words], s_t, words, subs, False)
             if masked:
-                _mask_panel(s_t, n, n_pad, k0, q0, j0, causal, offset)
+                _mask_panel(s_t, n, n_pad, k0, q0, j0, causal, offset, 1)
             _weights(s_t, n_pad, scale, m[p], l[p], alpha, p_w, shape)  # the scale after the sum: exact products
             n_words = _round_up(n_pad // 2, 16)  # the weights past n are 0
             p_w[n_pad // 2:n_words] = 0

@@ -80,7 +80,7 @@ def _flash_block_bf16(queries, k, v, q0, q1, outputs, lses, settings, shape):
         _pack_columns(v, k0, n_tile, v_w)
         for p in range(panels):
             j0 = p * nr
-            n, n_pad, masked = _panel_keys(n_tile, k0, q0, j0, nr, rows, mr, causal, offset)
+            n, n_pad, masked = _panel_keys(n_tile, k0, q0, j0, nr, rows, mr, causal, offset, 1)
             if n <= 0:
                 continue
             acc_p = acc_t[p]
@@ -89,7 +89,7 @@ def _flash_block_bf16(queries, k, v, q0, q1, outputs, lses, settings, shape):
             for r0 in range(0, n_pad, mr):
                 _dot(k_w, r0, 0, q_w[p], s_t, r0, dw, shift, scale, mode, shape)
             if masked:
-                _mask_panel(s_t, n, n_pad, k0, q0, j0, causal, offset)
+                _mask_panel(s_t, n, n_pad, k0, q0, j0, causal, offset, 1)
             _softmax_tile(s_t, n_pad, n_pad if masked else 0, m[p], l[p], shift, alpha, shape)
             # with n odd, the last word pairs key n - 1 with a weight 0 (and v_w with key n, finite, or 0)
             _pack_pairs(s_t, n, p_w)

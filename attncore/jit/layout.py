@@ -27,29 +27,30 @@ def _round_up(n, multiple):
 
 
 @_jit
-def _panel_keys(n_tile, k0, q0, j0, nr, rows, multiple, causal, offset):
-    """The keys k0 ... of a tile of n_tile that the panel of queries q0 + j0 ... q0 + j0 + nr - 1
-    (of a block of rows) sees -> (n, n_pad, masked): n of them (with causal, up to the panel's
-    last query; 0 or less: none), n rounded up to `multiple` for the micro-kernel, and whether
-    a score must be masked: a padding key, or key k0 + j hidden from a query q0 + j0 + i < k0 + j - offset."""
+def _panel_keys(n_tile, k0, first, r0, nr, rows, multiple, causal, offset, group):
+    """The keys k0 ... of a tile of n_tile that the panel of rows r0 ... r0 + nr - 1 (of a block
+    of rows; row r is query first + r // group: group = 1 in the flash driver, G packed heads in
+    decoding) sees -> (n, n_pad, masked): n of them (with causal, up to the panel's last query;
+    0 or less: none), n rounded up to `multiple` for the micro-kernel, and whether a score must
+    be masked: a padding key, or key k0 + j hidden from a query before k0 + j - offset."""
     n = n_tile
     if causal:  # keys past the panel's last query are no key of this panel
-        n = min(n, q0 + min(j0 + nr, rows) + offset - k0)
+        n = min(n, first + (min(r0 + nr, rows) - 1) // group + offset - k0 + 1)
     n_pad = _round_up(n, multiple)
-    return n, n_pad, n < n_pad or (causal and k0 + n - 1 > q0 + j0 + offset)
+    return n, n_pad, n < n_pad or (causal and k0 + n - 1 > first + r0 // group + offset)
 
 
 @_jit
-def _mask_panel(s_t, n, n_pad, k0, q0, j0, causal, offset):
+def _mask_panel(s_t, n, n_pad, k0, first, r0, causal, offset, group):
     """Where _panel_keys said masked: s_t[j, i] = -inf (s_t (keys, nr), a panel's scores of the
     keys k0 + j) for a padding key (j >= n: the whole row) and, with causal, for the lanes whose
-    query q0 + j0 + i comes before key k0 + j - offset."""
+    query first + (r0 + i) // group comes before key k0 + j - offset."""
     nr = s_t.shape[1]
     for j in range(n_pad):
         if j >= n:
             cut = nr
         elif causal:
-            cut = max(0, min(nr, k0 + j - offset - q0 - j0))
+            cut = max(0, min(nr, group * (k0 + j - offset - first) - r0))
         else:
             cut = 0
         s_t[j, :cut] = -np.inf
