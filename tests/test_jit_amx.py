@@ -16,7 +16,7 @@ import numba  # noqa: E402
 
 import attncore  # noqa: E402
 from attncore import jit  # noqa: E402
-from attncore.jit import amx, bf16  # noqa: E402
+from attncore.jit import amx, atomics, bf16  # noqa: E402
 from attncore.jit.bf16 import _pack_pairs, _pack_rows, round_to_bf16  # noqa: E402
 
 from .test_jit_bf16 import _mask, assert_below, assert_matches_bf16_reference, float64_bound, inputs  # noqa: E402
@@ -113,3 +113,30 @@ def test_amx_and_emulated_agree_within_float32_error(causal):
     emulated = jit.flash_attention(q, k, v, causal=causal, precision="bf16_emulated")
     assert np.abs(on_tiles - emulated).max() < 1e-3 * np.abs(v).max()
     assert not np.array_equal(on_tiles, jit.flash_attention(q, k, v, causal=causal))  # bf16 is not f32
+
+
+@needs_amx
+@pytest.mark.parametrize("causal", [False, True])
+def test_broadcast_keys_and_values_read_the_tiles_of_their_own_entry(causal):
+    """Each key tile is packed once per call into room per k (v) entry: with k shared by the
+    batch and v by the heads, every query must read the tiles of the entry it broadcasts
+    from, bit for bit what it gets when the broadcast copies are made first."""
+    q, k, _ = inputs((2, 3, 700, 40), (1, 3, 700, 40), 24, seed=11)
+    v = np.random.default_rng(12).standard_normal((2, 1, 700, 24)).astype(np.float32)  # one value head per entry
+    shared = jit.flash_attention(q, k, v, causal=causal, precision="bf16", block_k=37)
+    copied = jit.flash_attention(q, *(np.broadcast_to(x, (2, 3, 700, x.shape[-1])).copy() for x in (k, v)),
+                                 causal=causal, precision="bf16", block_k=37)
+    np.testing.assert_array_equal(shared, copied)
+    emulated = jit.flash_attention(q, k, v, causal=causal, precision="bf16_emulated", block_k=37)
+    assert np.abs(shared - emulated).max() < 1e-3 * np.abs(v).max()
+
+
+def test_a_tile_is_packed_by_the_first_thread_that_claims_it():
+    publish = numba.njit(lambda flags, i: atomics._publish(flags, i))
+    flags = np.zeros(3, np.int64)
+    assert atomics._packing(flags, 1)  # first claim: this thread packs
+    assert flags.tolist() == [atomics.UNCLAIMED, atomics.WRITING, atomics.UNCLAIMED]
+    publish(flags, 1)
+    assert flags[1] == atomics.WRITTEN
+    assert not atomics._packing(flags, 1)  # written: read it, do not pack again
+    assert atomics._packing(flags, 2) and not atomics._packing(np.full(1, atomics.WRITTEN), 0)

@@ -71,6 +71,7 @@ One file per job, from the bottom up:
   microkernels.py   _tile_product and _softmax_tile, intrinsics with plain-loop twins
   schedule.py       default_blocks, queue_time, BLOCK_K, MAX_PANELS (plain Python)
   layout.py         _prepare: checks, padding, flattening; _Settings, the kernel's scalars
+  atomics.py        what threads share: the task queue, pack-once flags
   flash.py          flash_attention and its kernel _flash -> _flash_block
   bf16.py           precision="bf16": bfloat16 rounding, packing, the vdpbf16ps product (what "exactly" means)
   flash_bf16.py     _flash_block_bf16: the flash block with native bfloat16 products

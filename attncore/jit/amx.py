@@ -62,13 +62,25 @@ def tile_config():
 
 
 @_jit
+def _aligned(raw, size):
+    """raw[skip:skip + size] for the skip (raw: 1-D, 4-byte dtype, 16 entries longer than size)
+    that starts it on a 64-byte boundary."""
+    skip = (-raw.ctypes.data % 64) // 4
+    return raw[skip:skip + size]
+
+
+@_jit
 def zeros(rows, cols, dtype):
     """np.zeros((rows, cols), dtype) (4-byte dtype) starting on a 64-byte boundary: a tile row
     that straddles two cache lines makes tileloadd six times slower (Numba's allocations are
     aligned to 32 bytes)."""
-    raw = np.zeros(rows * cols + 16, dtype)
-    skip = (-raw.ctypes.data % 64) // 4
-    return raw[skip:skip + rows * cols].reshape((rows, cols))
+    return _aligned(np.zeros(rows * cols + 16, dtype), rows * cols).reshape((rows, cols))
+
+
+@_jit
+def empty(size, dtype):
+    """np.empty(size, dtype) (4-byte dtype) starting on a 64-byte boundary, as zeros."""
+    return _aligned(np.empty(size + 16, dtype), size)
 
 
 def _function(builder, name, args):

@@ -1,7 +1,8 @@
 """bfloat16 products: the pieces of flash_attention(precision="bf16").
 
 What is rounded: q, k and v to bfloat16 (round to nearest, ties to even: the rounding of
-attncore.bfloat16) before the kernel reads them, and the weights P = 2^(s - m) of each key
+attncore.bfloat16) as the kernel packs them in pairs (_pair; emulated: before the kernel
+reads them, round_to_bf16), and the weights P = 2^(s - m) of each key
 tile as the softmax step makes them. Everything else is float32: the scores are sums of
 bf16 x bf16 products in float32 (such a product is exact in float32: 8 + 8 significant
 bits), the running max, the sum l, the exponentials and the output accumulator. l sums
@@ -120,16 +121,23 @@ def round_to_bf16(x):
 
 
 @_jit
+def _pair(low, high):
+    """The 32-bit word of two bf16: float32 bits low and high, each rounded (_round_bits: the
+    rounding of attncore.bfloat16, a no-op on a value that is bf16 already), low in the low half."""
+    return (_round_bits(low) >> np.uint32(16)) | (_round_bits(high) & np.uint32(0xFFFF0000))
+
+
+@_jit
 def _pack_rows(x, r0, rows, out):
-    """Rows r0:r0+rows of x (R, d) float32 holding bf16 values -> out[:rows] (rows, ceil(d/2))
-    uint32: word c holds x[:, 2c] in its low half, x[:, 2c + 1] (0 past d) in its high half."""
+    """Rows r0:r0+rows of x (R, d) float32, rounded to bf16 -> out[:rows] (rows, ceil(d/2)) uint32:
+    word c holds x[:, 2c] in its low half, x[:, 2c + 1] (0 past d) in its high half."""
     d = x.shape[1]
     bits = x.view(np.uint32)
     for r in range(rows):
         for c in range(d // 2):
-            out[r, c] = (bits[r0 + r, 2 * c] >> 16) | (bits[r0 + r, 2 * c + 1] & 0xFFFF0000)
+            out[r, c] = _pair(bits[r0 + r, 2 * c], bits[r0 + r, 2 * c + 1])
         if d % 2:
-            out[r, d // 2] = bits[r0 + r, d - 1] >> 16
+            out[r, d // 2] = _pair(bits[r0 + r, d - 1], np.uint32(0))
 
 
 @_jit
@@ -145,30 +153,30 @@ def _pack_panel(q, p, q_panel, q_pairs):
 
 @_jit
 def _pack_columns(x, r0, rows, out):
-    """Rows r0:r0+rows of x (R, C) float32 holding bf16 values, transposed and paired ->
+    """Rows r0:r0+rows of x (R, C) float32, rounded to bf16, transposed and paired ->
     out[:, :ceil(rows/2)] (C, words) uint32: out[c, w] holds x[r0 + 2w, c] (low half) and
     x[r0 + 2w + 1, c] (high half, 0 past rows)."""
     bits = x.view(np.uint32)
     for w in range(rows // 2):
         for c in range(x.shape[1]):
-            out[c, w] = (bits[r0 + 2 * w, c] >> 16) | (bits[r0 + 2 * w + 1, c] & 0xFFFF0000)
+            out[c, w] = _pair(bits[r0 + 2 * w, c], bits[r0 + 2 * w + 1, c])
     if rows % 2:
         for c in range(x.shape[1]):
-            out[c, rows // 2] = bits[r0 + rows - 1, c] >> 16
+            out[c, rows // 2] = _pair(bits[r0 + rows - 1, c], np.uint32(0))
 
 
 @_jit
 def _pack_pairs(x, rows, out):
-    """Pairs of rows of x (R, nr) float32 holding bf16 values -> out[:ceil(rows/2)] (words, nr)
+    """Pairs of rows of x (R, nr) float32, rounded to bf16 -> out[:ceil(rows/2)] (words, nr)
     uint32: out[w, j] holds x[2w, j] (low half) and x[2w + 1, j] (high half, 0 past rows)."""
     bits = x.view(np.uint32)
     nr = x.shape[1]
     for w in range(rows // 2):
         for j in range(nr):
-            out[w, j] = (bits[2 * w, j] >> 16) | (bits[2 * w + 1, j] & 0xFFFF0000)
+            out[w, j] = _pair(bits[2 * w, j], bits[2 * w + 1, j])
     if rows % 2:
         for j in range(nr):
-            out[rows // 2, j] = bits[rows - 1, j] >> 16
+            out[rows // 2, j] = _pair(bits[rows - 1, j], np.uint32(0))
 
 
 def _dot_codegen(mode, modes, context, builder, signature, args):

@@ -43,10 +43,10 @@ import numpy as np
 from numba import prange
 
 from .._checks import check_qkv, positive_int, prepare_attention, value_headroom
+from .atomics import _take_next
 from .compiling import _compute_dtype, _jit, _parallel_jit
 from .decode_microkernels import ROWS, _accumulate_block, _block_sizes, _prefetch_rows, _scores_block, fits
 from .exponential import LN2, LOG2E, _exp2
-from .flash import _take_next
 from .isa import PATHS, _resolve_path, _tile_cols, _tile_rows
 from .layout import _batch_index, _check_scores, _flatten, _mask_panel, _panel_keys, _round_up
 from .microkernels import PRODUCT_MAX, PRODUCT_RESCALE, PRODUCT_ZERO, _max_in_product, _softmax_tile, _tile_product

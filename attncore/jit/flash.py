@@ -15,8 +15,9 @@ from numba.core import cgutils
 from numba.extending import intrinsic, overload
 
 from .._checks import check_qkv
+from .atomics import _take_next
 from .compiling import FASTMATH, _jit, _parallel_jit
-from .flash_amx import _flash_block_amx
+from .flash_amx import _flash_block_amx, _key_value_tiles
 from .flash_bf16 import _flash_block_bf16
 from .isa import _tile_cols, _tile_rows
 from .layout import _finish_rows, _mask_panel, _panel_keys, _prepare, _round_up
@@ -107,34 +108,37 @@ def _flash_block(queries, k, v, q0, q1, outputs, lses, settings, shape, profilin
     _tick(profiling, cycles, 5, start)
 
 
-def _block(queries, k, v, q0, q1, outputs, lses, settings, shape, profiling, cycles):
+def _shared_tiles(k, v, settings, shape):
+    """What the tasks of a call share for the micro-kernel `shape`: amx's _key_value_tiles (each key
+    tile packed once per call, not once per block), else nothing (empty arrays)."""
+
+
+@overload(_shared_tiles, jit_options={"fastmath": FASTMATH})
+def _overload_shared_tiles(k, v, settings, shape):
+    if shape.bf16 == "amx":
+        return lambda k, v, settings, shape: _key_value_tiles(k, v, settings)
+    return lambda k, v, settings, shape: (np.empty((0, 0, 0, 0), np.uint32), np.empty((0, 0, 0, 0), np.uint32),
+                                          np.empty(0, np.int64), np.empty(0, np.int64))
+
+
+def _block(queries, k, v, q0, q1, outputs, lses, settings, shape, profiling, cycles, tiles, k_entry, v_entry):
     """_flash_block, or for bfloat16 products (no profile) _flash_block_bf16 (native: flash_bf16.py)
-    or _flash_block_amx (amx: flash_amx.py)."""
+    or _flash_block_amx (amx: flash_amx.py, with the call's _shared_tiles)."""
 
 
 @overload(_block, jit_options={"fastmath": FASTMATH})
-def _overload_block(queries, k, v, q0, q1, outputs, lses, settings, shape, profiling, cycles):
-    if shape.bf16 == "amx":
-        return lambda queries, k, v, q0, q1, outputs, lses, settings, shape, profiling, cycles: _flash_block_amx(
-            queries, k, v, q0, q1, outputs, lses, settings, shape)
-    if shape.bf16 == "native":
-        return lambda queries, k, v, q0, q1, outputs, lses, settings, shape, profiling, cycles: _flash_block_bf16(
-            queries, k, v, q0, q1, outputs, lses, settings, shape)
-    return lambda queries, k, v, q0, q1, outputs, lses, settings, shape, profiling, cycles: _flash_block(
-        queries, k, v, q0, q1, outputs, lses, settings, shape, profiling, cycles)
+def _overload_block(queries, k, v, q0, q1, outputs, lses, settings, shape, profiling, cycles, tiles, k_entry,
+                    v_entry):
+    def amx(queries, k, v, q0, q1, outputs, lses, settings, shape, profiling, cycles, tiles, k_entry, v_entry):
+        _flash_block_amx(queries, k, v, q0, q1, outputs, lses, settings, shape, tiles, k_entry, v_entry)
 
+    def native(queries, k, v, q0, q1, outputs, lses, settings, shape, profiling, cycles, tiles, k_entry, v_entry):
+        _flash_block_bf16(queries, k, v, q0, q1, outputs, lses, settings, shape)
 
-@intrinsic
-def _take_next(typingctx, counter):
-    """Atomically add 1 to counter[0] and return its old value: a shared queue of task numbers."""
-    if not (isinstance(counter, types.Array) and counter.dtype == types.int64 and counter.ndim == 1):
-        return None
+    def float32(queries, k, v, q0, q1, outputs, lses, settings, shape, profiling, cycles, tiles, k_entry, v_entry):
+        _flash_block(queries, k, v, q0, q1, outputs, lses, settings, shape, profiling, cycles)
 
-    def codegen(context, builder, signature, args):
-        data = context.make_array(signature.args[0])(context, builder, args[0]).data
-        return builder.atomic_rmw("add", data, ir.Constant(ir.IntType(64), 1), "monotonic")
-
-    return types.int64(counter), codegen
+    return {"amx": amx, "native": native}.get(shape.bf16, float32)
 
 
 @numba.njit(cache=True, fastmath={"reassoc"})  # reassoc only: the sum may run in vector lanes
@@ -193,6 +197,7 @@ def _flash(q, k, v, indices, starts, out, lse, settings, shape, narrow, profilin
     n_tasks = n_batch * n_blocks
     nr, lanes = _tile_cols(shape, q), _tile_cols(narrow, q)
     counter = np.zeros(1, np.int64)
+    tiles = _shared_tiles(k, v, settings, shape)
     differences = 0.0
     for thread in prange(threads):  # one iteration per thread
         differences += (_share_sum_of_differences(q, thread, threads)
@@ -207,9 +212,11 @@ def _flash(q, k, v, indices, starts, out, lse, settings, shape, narrow, profilin
             split = q1 - rest if rest <= lanes < nr else q1
             q_b, k_b, v_b, out_b, lse_b = q[q_index[b]], k[k_index[b]], v[v_index[b]], out[b], lse[b]
             if split > q0:
-                _block(q_b, k_b, v_b, q0, split, out_b, lse_b, settings, shape, profiling, cycles[task])
+                _block(q_b, k_b, v_b, q0, split, out_b, lse_b, settings, shape, profiling, cycles[task], tiles,
+                       k_index[b], v_index[b])
             if q1 > split:
-                _block(q_b, k_b, v_b, split, q1, out_b, lse_b, settings, narrow, profiling, cycles[task])
+                _block(q_b, k_b, v_b, split, q1, out_b, lse_b, settings, narrow, profiling, cycles[task], tiles,
+                       k_index[b], v_index[b])
             task = _take_next(counter)
     return differences != 0
 

@@ -15,8 +15,12 @@ sums them into l and packs them in pairs for the tiles (_weights: microkernels._
 step with the scale and _pack_pairs folded in, the same operations in the same order). acc
 is added to in the tiles; the vector code multiplies it by alpha first only for the 16
 queries of a tile where alpha is not 1 (a max moved), which gets rarer as the keys go by.
-Every buffer a tile reads or writes starts on a 64-byte boundary (amx.zeros). The thread
-loads its tile configuration at the start of the block and releases the tiles at its end.
+K and V are rounded and packed tile by tile once per call, not once per block: the first
+thread to reach a key tile packs it into the call's _key_value_tiles, and a thread that
+reaches it meanwhile waits for it (atomics.py). Packing every tile again in each of the
+17 blocks of N = 4096 took 1.0 ms of the kernel's 6.7. Every buffer a tile reads or writes
+starts on a 64-byte boundary (amx.zeros, amx.empty). The thread loads its tile
+configuration at the start of the block and releases the tiles at its end.
 """
 import numpy as np
 from llvmlite import ir
@@ -24,7 +28,18 @@ from numba import types
 from numba.core import cgutils
 from numba.extending import intrinsic
 
-from .amx import _tile_configure, _tile_dot, _tile_load, _tile_release, _tile_store, _tile_zero, tile_config, zeros
+from .amx import (
+    _tile_configure,
+    _tile_dot,
+    _tile_load,
+    _tile_release,
+    _tile_store,
+    _tile_zero,
+    empty,
+    tile_config,
+    zeros,
+)
+from .atomics import _packing, _publish
 from .bf16 import _pack_columns, _pack_panel, _pack_rows, round_vector
 from .compiling import _jit
 from .isa import _tile_cols, _TileShapeType
@@ -158,28 +173,58 @@ def _tile_matmul(a, rows, b, c, words, subs, accumulate):
 
 
 @_jit
-def _flash_block_amx(queries, k, v, q0, q1, outputs, lses, settings, shape):
+def _key_value_tiles(k, v, settings):
+    """Room for every key tile of k (entries, T, d) and v (entries, T, d_vp) as the tiles read
+    them, each written once per call by the first thread that needs it (_flash_block_amx):
+    (k_words (entries, tiles, tile, words), v_words (entries, tiles, d_vt, tile / 2), and a
+    pack-once flag per entry and tile for each, atomics.py), every tile 64-byte aligned."""
+    t_k, block_k = settings.t_k, settings.block_k
+    tiles = (t_k + block_k - 1) // block_k
+    tile, words = _round_up(min(block_k, t_k), 32), _round_up((k.shape[2] + 1) // 2, 16)
+    d_vt = _round_up(v.shape[2], 16)
+    k_words = empty(k.shape[0] * tiles * tile * words, np.uint32).reshape((k.shape[0], tiles, tile, words))
+    v_words = empty(v.shape[0] * tiles * d_vt * tile // 2, np.uint32).reshape((v.shape[0], tiles, d_vt, tile // 2))
+    return k_words, v_words, np.zeros(k.shape[0] * tiles, np.int64), np.zeros(v.shape[0] * tiles, np.int64)
+
+
+@_jit
+def _pack_key_tile(k, k0, n_tile, k_w):
+    """k_w (tile, words) = keys k0 ... k0 + n_tile - 1 of k (T, d) paired along d (_pack_rows), 0 elsewhere."""
+    _pack_rows(k, k0, n_tile, k_w)
+    k_w[:n_tile, (k.shape[1] + 1) // 2:] = 0
+    k_w[n_tile:] = 0
+
+
+@_jit
+def _pack_value_tile(v, k0, n_tile, v_w):
+    """v_w (d_vt, tile / 2) = the values of keys k0 ... k0 + n_tile - 1 of v (T, d_vp) transposed and
+    paired along keys (_pack_columns), 0 elsewhere."""
+    _pack_columns(v, k0, n_tile, v_w)
+    v_w[:v.shape[1], (n_tile + 1) // 2:] = 0
+    v_w[v.shape[1]:] = 0
+
+
+@_jit
+def _flash_block_amx(queries, k, v, q0, q1, outputs, lses, settings, shape, tiles, k_entry, v_entry):
     """Queries q0:q1 of queries (T_q, d) -> the same rows of outputs (T_q, d_v) and lses (T_q,),
-    as _flash_block_bf16, on AMX tiles (only where amx.available())."""
+    as _flash_block_bf16, on AMX tiles (only where amx.available()). tiles: _key_value_tiles
+    of the call; k and v are entries k_entry and v_entry of it."""
     t_k, scale, block_k = settings.t_k, settings.scale, settings.block_k
     causal, offset = settings.causal, settings.offset
+    k_words, v_words, k_packed, v_packed = tiles
+    n_tiles = k_words.shape[1]
     q, out, lse = queries[q0:q1], outputs[q0:q1], lses[q0:q1]
     rows, d = q.shape[0], q.shape[1]
     nr = _tile_cols(shape, q)
     subs = nr // 16
-    d_vp = v.shape[1]
-    dw = (d + 1) // 2
-    words = _round_up(dw, 16)  # words of bf16 pairs along d, whole tiles
-    d_vt = _round_up(d_vp, 16)
+    dw, words, d_vt = (d + 1) // 2, k_words.shape[3], v_words.shape[2]  # words: bf16 pairs along d, whole tiles
     panels = (rows + nr - 1) // nr
-    tile = _round_up(min(block_k, t_k), 32)
+    tile = k_words.shape[2]
     q_w = zeros(panels * words, nr, np.uint32)  # tiles: 64-byte aligned (amx.zeros)
     acc_t = zeros(panels * d_vt, nr, np.float32).reshape((panels, d_vt, nr))
     m = np.full((panels, nr), -np.inf, np.float32)
     l = np.zeros((panels, nr), np.float32)
     s_t = zeros(tile, nr, np.float32)
-    k_w = zeros(tile, words, np.uint32)
-    v_w = zeros(d_vt, tile // 2, np.uint32)
     p_w = zeros(tile // 2, nr, np.uint32)
     alpha = np.empty(nr, np.float32)
     q_panel = np.zeros((nr, d), np.float32)
@@ -190,10 +235,14 @@ def _flash_block_amx(queries, k, v, q0, q1, outputs, lses, settings, shape):
     _tile_configure(tile_config())
     k_end = t_k if not causal else max(0, min(t_k, q0 + rows + offset))
     for k0 in range(0, k_end, block_k):
-        n_tile = min(block_k, t_k - k0)
-        _pack_rows(k, k0, n_tile, k_w)
-        k_w[n_tile:_round_up(n_tile, 16)] = 0
-        _pack_columns(v, k0, n_tile, v_w)
+        t, n_tile = k0 // block_k, min(block_k, t_k - k0)
+        k_w, v_w = k_words[k_entry, t], v_words[v_entry, t]
+        if _packing(k_packed, k_entry * n_tiles + t):
+            _pack_key_tile(k, k0, n_tile, k_w)
+            _publish(k_packed, k_entry * n_tiles + t)
+        if _packing(v_packed, v_entry * n_tiles + t):
+            _pack_value_tile(v, k0, n_tile, v_w)
+            _publish(v_packed, v_entry * n_tiles + t)
         for p in range(panels):
             j0 = p * nr
             n, n_pad, masked = _panel_keys(n_tile, k0, q0, j0, nr, rows, 16, causal, offset, 1)

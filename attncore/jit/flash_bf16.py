@@ -7,7 +7,7 @@ reduction running over pairs. Per block, the panel's queries (unscaled: the scal
 multiplies S after the sum) as qT words (d/2, nr); per key tile, once for all the
 block's panels, its keys as words (keys, d/2) and its values transposed, as words
 (d_v, keys/2); per panel and tile, the rounded weights as words (keys/2, nr).
-q, k and v arrive already rounded to bf16 (layout.py), so packing only moves bits.
+q, k and v arrive in float32 as the caller gave them: packing rounds them (bf16._pair).
 """
 import numpy as np
 from numba.extending import intrinsic, overload
@@ -46,7 +46,7 @@ def _overload_dot(a, ra, ka, b, c, rc, kc, column, scale, mode, shape):
 @_jit
 def _flash_block_bf16(queries, k, v, q0, q1, outputs, lses, settings, shape):
     """Queries q0:q1 of queries (T_q, d) -> the same rows of outputs (T_q, d_v) and lses (T_q,),
-    as _flash_block, with bf16 products. queries, k, v hold bf16 values in float32; k is
+    as _flash_block, with bf16 products of q, k and v (float32, rounded as they are packed); k is
     zero-padded as for _flash_block; v (T, d_vp)."""
     t_k, scale, block_k = settings.t_k, settings.scale, settings.block_k
     causal, offset = settings.causal, settings.offset

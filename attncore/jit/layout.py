@@ -204,7 +204,7 @@ def _prepare(q, k, v, causal, block_q, block_k, scale, path, precision="f32"):
     count = layout.indices[0].size
     q, k = _flatten(q, layout.work), _flatten(k, layout.work, rows=layout.k_rows)
     v = v if unit == 1 else v / layout.work(unit)
-    if layout.shape.bf16:  # the kernel's operands rounded to bfloat16, stored as float32 (bf16.py)
+    if layout.shape.bf16 == "emulated":  # the float32 kernel on operands rounded to bfloat16 (bf16.py)
         q, k, v = round_to_bf16(q), round_to_bf16(k), round_to_bf16(v)
     arguments = _KernelArgs(
         q=q, k=k, v=v, indices=layout.indices, starts=layout.starts,

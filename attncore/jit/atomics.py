@@ -1,0 +1,89 @@
+"""What the kernels' threads share: the queue of tasks (_take_next) and pack-once flags
+(_packing, _publish) for an operand that the first thread to need it lays out for all.
+
+A flag is an int64: 0 nobody has claimed it, 1 a thread is writing it, 2 written. The flags
+are LLVM atomics (compare-and-swap with acquire-release, loads with acquire, the store
+with release), so the compiler neither keeps a flag in a register while a thread waits nor
+moves the writes of the packing past the flag that says they are done.
+"""
+from llvmlite import ir
+from numba import types
+from numba.extending import intrinsic
+
+from .compiling import _jit
+
+_I64 = ir.IntType(64)
+UNCLAIMED, WRITING, WRITTEN = 0, 1, 2
+
+
+def _is_counter(x):
+    return isinstance(x, types.Array) and x.dtype == types.int64 and x.ndim == 1
+
+
+def _pointer(context, builder, signature, args):
+    """The address of x[i] for the arguments (x, i) of an intrinsic (x 1-D int64)."""
+    data = context.make_array(signature.args[0])(context, builder, args[0]).data
+    return builder.gep(data, [context.cast(builder, args[1], signature.args[1], types.intp)])
+
+
+@intrinsic
+def _take_next(typingctx, counter):
+    """Atomically add 1 to counter[0] and return its old value: a shared queue of task numbers."""
+    if not _is_counter(counter):
+        return None
+
+    def codegen(context, builder, signature, args):
+        data = context.make_array(signature.args[0])(context, builder, args[0]).data
+        return builder.atomic_rmw("add", data, ir.Constant(_I64, 1), "monotonic")
+
+    return types.int64(counter), codegen
+
+
+@intrinsic
+def _claim(typingctx, flags, i):
+    """flags[i] from UNCLAIMED to WRITING if it is UNCLAIMED, atomically; return what it was."""
+    if not (_is_counter(flags) and isinstance(i, types.Integer)):
+        return None
+
+    def codegen(context, builder, signature, args):
+        swap = builder.cmpxchg(_pointer(context, builder, signature, args), ir.Constant(_I64, UNCLAIMED),
+                               ir.Constant(_I64, WRITING), "acq_rel", "acquire")
+        return builder.extract_value(swap, 0)
+
+    return types.int64(flags, i), codegen
+
+
+@intrinsic
+def _flag(typingctx, flags, i):
+    """flags[i], read with acquire (what the writer wrote before WRITTEN is visible after it)."""
+    if not (_is_counter(flags) and isinstance(i, types.Integer)):
+        return None
+
+    def codegen(context, builder, signature, args):
+        return builder.load_atomic(_pointer(context, builder, signature, args), "acquire", 8)
+
+    return types.int64(flags, i), codegen
+
+
+@intrinsic
+def _publish(typingctx, flags, i):
+    """flags[i] = WRITTEN, with release: the writes before it are visible to whoever reads it."""
+    if not (_is_counter(flags) and isinstance(i, types.Integer)):
+        return None
+
+    def codegen(context, builder, signature, args):
+        builder.store_atomic(ir.Constant(_I64, WRITTEN), _pointer(context, builder, signature, args), "release", 8)
+        return context.get_dummy_value()
+
+    return types.void(flags, i), codegen
+
+
+@_jit
+def _packing(flags, i):
+    """True if the calling thread is to write operand i now (then _publish(flags, i) when done);
+    False once another thread has written it (waiting while that thread writes)."""
+    if _claim(flags, i) == UNCLAIMED:
+        return True
+    while _flag(flags, i) != WRITTEN:
+        pass
+    return False
