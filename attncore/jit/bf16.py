@@ -32,8 +32,9 @@ Three ways to run it, with the same operands and the same products:
 the NumPy reference (attncore.bfloat16.round_to_bfloat16, then float32 or float64 sums).
 What differs is only float32 rounding: the order of the sums (pairs here, one by one in
 the float32 kernel), where the scale is applied (the emulated kernel folds it into q, one
-more float32 rounding), and denormals (flushed by vdpbf16ps and tdpbf16ps). So the ways differ by
-float32 accumulation error, not by bf16 rounding: a weight that rounds differently (its
+more float32 rounding; on AMX it shares one FMA with the max's subtraction), and
+denormals (flushed by vdpbf16ps and tdpbf16ps). So the ways differ by float32
+accumulation error, not by bf16 rounding: a weight that rounds differently (its
 float32 value sat on a bf16 tie) is within that too, one bf16 step of one weight at most.
 """
 import functools

@@ -9,10 +9,11 @@ d_v to 16). The panel of nr = 16 or 48 queries is 1 or 3 tiles wide:
   S^T (keys, nr) = K (keys, d) . qT       A: a tile's keys as rows (k_w), B: qT paired along d (q_w)
   acc (d_v, nr) += V^T (d_v, keys) . P^T  A: the values transposed (v_w), B: P paired along keys (p_w)
 
-S leaves the tiles for memory (s_t); one vector pass scales it (after the sum, so the
-products stay exact) and takes the new max, a second makes the weights, rounds them to bf16,
-sums them into l and packs them in pairs for the tiles (_weights: microkernels._softmax_tile's
-step with the scale and _pack_pairs folded in, the same operations in the same order). acc
+S leaves the tiles for memory (s_t); one vector pass takes its max (times the scale: the
+same number as the max of the scaled scores, the scale being positive), a second makes the
+weights 2^(scale s - m) (the scale after the sum, so the products stay exact; scale s - m in
+one FMA), rounds them to bf16, sums them into l and packs them in pairs for the tiles
+(_weights: microkernels._softmax_tile's step with the scale and _pack_pairs folded in). acc
 is added to in the tiles; the vector code multiplies it by alpha first only for the 16
 queries of a tile where alpha is not 1 (a max moved), which gets rarer as the keys go by.
 K and V are rounded and packed tile by tile once per call, not once per block: the first
@@ -63,32 +64,31 @@ def _weights_codegen(context, builder, signature, args):
     factor = builder.shuffle_vector(builder.insert_element(ir.Constant(x.vector, ir.Undefined), factor, x.intp(0)),
                                     ir.Constant(x.vector, ir.Undefined), ir.Constant(words, None))
     m_old = [x.load(m.data, v) for v in range(nv)]
+    zero, minus_inf = x.constant(0.0), x.constant(float("-inf"))
     running = [cgutils.alloca_once(builder, x.vector) for _ in range(nv)]
     for v in range(nv):
-        builder.store(m_old[v], running[v])
-    with cgutils.for_range(builder, rows) as loop:  # the scale, and the new max
+        builder.store(minus_inf, running[v])
+    with cgutils.for_range(builder, rows) as loop:  # the max of the unscaled scores
         row = x.at(s.data, builder.mul(loop.index, s_row))
         for v in range(nv):
-            scaled = builder.fmul(x.load(row, v), factor)
-            x.store(scaled, row, v)
-            builder.store(x.maximum(scaled, builder.load(running[v])), running[v])
-    zero, minus_inf = x.constant(0.0), x.constant(float("-inf"))
+            builder.store(x.maximum(x.load(row, v), builder.load(running[v])), running[v])
     shifts = []
-    for v in range(nv):
-        new_max = builder.load(running[v])
+    for v in range(nv):  # scale > 0 and rounding is monotone: the max of the scaled scores, bit for bit
+        new_max = x.maximum(builder.fmul(builder.load(running[v]), factor), m_old[v])
         shifts.append(builder.select(builder.fcmp_ordered("==", new_max, minus_inf), zero, new_max))
         rescale = x.exp2(builder.fsub(m_old[v], shifts[v]))
         x.store(new_max, m.data, v)
         x.store(rescale, alpha.data, v)
         builder.store(builder.fmul(x.load(l.data, v), rescale), running[v])  # running now holds l
+    below = [builder.fsub(zero, shift) for shift in shifts]  # scale s - m in one rounding: an FMA
     low, high = (ir.Constant(words, [ir.Constant(ir.IntType(32), c)] * x.lanes) for c in (16, 0xFFFF0000))
     pairs = builder.udiv(rows, rows.type(2))
     with cgutils.for_range(builder, pairs) as loop:  # weights in pairs of rows, their sum, packed
         row = x.at(s.data, builder.mul(builder.mul(loop.index, rows.type(2)), s_row))
         out = x.at(p_w.data, builder.mul(loop.index, p_row))
         for v in range(nv):
-            even = round_vector(builder, x.exp2(builder.fsub(x.load(row, v), shifts[v])))
-            odd = round_vector(builder, x.exp2(builder.fsub(x.load(x.at(row, s_row), v), shifts[v])))
+            even, odd = (round_vector(builder, x.exp2(x.fma(x.load(r, v), factor, below[v])))
+                         for r in (row, x.at(row, s_row)))
             total = builder.fadd(builder.fadd(builder.load(running[v]), even), odd)
             builder.store(total, running[v])
             word = builder.or_(builder.lshr(builder.bitcast(even, words), low),
@@ -102,9 +102,11 @@ def _weights_codegen(context, builder, signature, args):
 @intrinsic
 def _weights(typingctx, s, rows, scale, m, l, alpha, p_w, shape):
     """The online-softmax step of microkernels._softmax_tile, with the scale and the packing of
-    the weights folded in: s = scale s over its first rows (even) rows, m = max(m, those rows),
-    alpha = 2^(m_old - m), the weights bf16(2^(s - m)) (0 where s is -inf) packed in pairs of
-    rows into p_w[:rows / 2] (as _pack_pairs) and summed into l = alpha l + their column sums."""
+    the weights folded in, over the first rows (even) rows of s (left as they are): m = max(m,
+    scale s), alpha = 2^(m_old - m), the weights bf16(2^(scale s - m)) (0 where s is -inf)
+    packed in pairs of rows into p_w[:rows / 2] (as _pack_pairs) and summed into l = alpha l +
+    their column sums. scale s - m is one FMA (one rounding, where the other routes round the
+    product first: a weight on a bf16 tie may round the other way)."""
     arrays = (s, m, l, alpha)
     if not (isinstance(shape, _TileShapeType) and shape.bf16 and isinstance(rows, types.Integer)
             and isinstance(scale, types.Float) and isinstance(p_w, types.Array) and p_w.dtype == types.uint32
