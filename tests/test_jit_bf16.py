@@ -77,8 +77,10 @@ def assert_matches_bf16_reference(q, k, v, causal, path, precision, **kwargs):
         warnings.simplefilter("ignore", RuntimeWarning)
         out, lse = jit.flash_attention(q, k, v, causal=causal, return_lse=True, path=path, precision=precision,
                                        **kwargs)
-    ref, ref_lse, ambiguous, s = bf16_reference(q, k, v, causal, kwargs.get("block_k", jit.BLOCK_K),
-                                                kwargs.get("scale"))
+        # the key tiles the kernel took (block_k None: the route's default_block_k)
+        block_k = jit.layout._prepare(q, k, v, causal, None, kwargs.get("block_k"), kwargs.get("scale"), path,
+                                      precision)[1].settings.block_k
+    ref, ref_lse, ambiguous, s = bf16_reference(q, k, v, causal, block_k, kwargs.get("scale"))
     assert out.shape == ref.shape and lse.shape == ref_lse.shape
     unit = 16 * 2.0**-23 * (1 + np.abs(np.where(np.isfinite(s), s, 0)).max(initial=0))
     v_max = np.abs(v).max(initial=0)

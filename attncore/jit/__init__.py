@@ -69,7 +69,7 @@ One file per job, from the bottom up:
   isa.py            host_features, host_path, PATHS of TileShapes, the TileShape's Numba type
   vector_ir.py      _VectorIR: the LLVM vector operations the micro-kernels are written in
   microkernels.py   _tile_product and _softmax_tile, intrinsics with plain-loop twins
-  schedule.py       default_blocks, queue_time, BLOCK_K, MAX_PANELS (plain Python)
+  schedule.py       default_blocks, queue_time, BLOCK_K, default_block_k, MAX_PANELS (plain Python)
   layout.py         _prepare: checks, padding, flattening; _Settings, the kernel's scalars
   atomics.py        what threads share: the task queue, pack-once flags
   flash.py          flash_attention and its kernel _flash -> _flash_block
@@ -95,12 +95,13 @@ from .introspection import kernel_info, profile, tile_product
 from .isa import ENV_PATH, PATHS, TileShape, host_features, host_path
 from .layout import MAX_LAYOUTS
 from .microkernels import PRODUCT_MAX, PRODUCT_RESCALE, PRODUCT_ZERO
-from .schedule import BLOCK_K, MAX_PANELS, default_blocks, queue_time
+from .schedule import AMX_BLOCK_K, BLOCK_K, MAX_PANELS, default_block_k, default_blocks, queue_time
 from .tiled_softmax import softmax
 
 __all__ = [
-    "BLOCK_K", "ENV_PATH", "EXP2_COEFFICIENTS", "FASTMATH", "LN2", "LOG2E", "MAX_LAYOUTS", "MAX_PANELS",
-    "PATHS", "PHASES", "PRECISIONS", "PRODUCT_MAX", "PRODUCT_RESCALE", "PRODUCT_ZERO", "TileShape", "decode_attention",
-    "default_blocks", "default_splits", "exp", "exp2", "exp2_scalar", "exp_scalar", "flash_attention",
-    "host_features", "host_path", "kernel_info", "profile", "queue_time", "softmax", "tile_product",
+    "AMX_BLOCK_K", "BLOCK_K", "ENV_PATH", "EXP2_COEFFICIENTS", "FASTMATH", "LN2", "LOG2E", "MAX_LAYOUTS",
+    "MAX_PANELS", "PATHS", "PHASES", "PRECISIONS", "PRODUCT_MAX", "PRODUCT_RESCALE", "PRODUCT_ZERO", "TileShape",
+    "decode_attention", "default_block_k", "default_blocks", "default_splits", "exp", "exp2", "exp2_scalar",
+    "exp_scalar", "flash_attention", "host_features", "host_path", "kernel_info", "profile", "queue_time", "softmax",
+    "tile_product",
 ]

@@ -231,7 +231,7 @@ def _run(arguments, profiling, q, k, v):
     return cycles
 
 
-def flash_attention(q, k, v, *, causal=False, block_q=None, block_k=BLOCK_K, scale=None, return_lse=False,
+def flash_attention(q, k, v, *, causal=False, block_q=None, block_k=None, scale=None, return_lse=False,
                     path=None, precision="f32"):
     """attncore.flash_attention compiled: same arguments (but no sliding window), checks and results.
 
@@ -240,7 +240,7 @@ def flash_attention(q, k, v, *, causal=False, block_q=None, block_k=BLOCK_K, sca
     causal: False, True (square), "top_left" or "bottom_right"; key tiles
     entirely above the diagonal are skipped. Never allocates (T_q, T_k).
     block_q: queries per block, or None for the guided blocks of default_blocks; tiles
-    hold up to block_k keys.
+    hold up to block_k keys (None: schedule.default_block_k, 256 on AMX tiles, else 128).
     path: "avx512", "avx2", "portable" or "loops" forces a micro-kernel (see the
     attncore.jit's docstring); None takes ATTNCORE_JIT_PATH, else the host CPU's.
     precision: "f32", or "bf16": q, k, v and the weights rounded to bfloat16 for the two
@@ -255,8 +255,8 @@ def flash_attention(q, k, v, *, causal=False, block_q=None, block_k=BLOCK_K, sca
         if precision != "f32":
             raise ValueError(f"precision={precision!r} needs heads that match or broadcast; grouped-query heads "
                              f"(q {np.shape(q)}, k {np.shape(k)}) run on jit.decode_attention, in float32")
-        return decode_attention(q, k, v, causal=causal, scale=scale, return_lse=return_lse, block_k=block_k,
-                                path=path)
+        return decode_attention(q, k, v, causal=causal, scale=scale, return_lse=return_lse,
+                                block_k=BLOCK_K if block_k is None else block_k, path=path)
     arguments, layout, unit = _prepare(q, k, v, causal, block_q, block_k, scale, path, precision)
     _run(arguments, False, q, k, v)
     out, lse = arguments.out if unit == 1 else arguments.out * layout.work(unit), arguments.lse

@@ -17,7 +17,7 @@ from .flash import PHASES, _flash, _run
 from .isa import ENV_PATH, PATHS, _resolve_path, _slower_path_note, _tile_cols, _tile_rows, host_path
 from .layout import _prepare, _round_up
 from .microkernels import PRODUCT_ZERO, _tile_product
-from .schedule import BLOCK_K
+from .schedule import AMX_BLOCK_K, BLOCK_K, default_block_k
 
 
 def profile(q, k, v, *, causal=False, block_q=None, block_k=BLOCK_K, scale=None, path=None):
@@ -123,7 +123,8 @@ def kernel_info(path=None, asm=False):
         "accumulators": shape.mr * shape.nv,
         "fma_intrinsic": shape.fma and not shape.loops,
         "intrinsic": not shape.loops,
-        "block_k": BLOCK_K,
+        "block_k": default_block_k(),
+        "amx_block_k": AMX_BLOCK_K,
         "bf16_products": route(shape),
         "exp2_coefficients": EXP2_COEFFICIENTS,
         "phases": PHASES,

@@ -18,7 +18,7 @@ from .bf16 import products, round_to_bf16
 from .compiling import _compute_dtype, _jit
 from .exponential import LN2, LOG2E
 from .isa import ENV_PATH, PATHS, TileShape, _resolve_path
-from .schedule import _block_starts
+from .schedule import _block_starts, default_block_k
 
 
 @_jit
@@ -149,7 +149,7 @@ def _layout(q, k, v, causal, block_q, block_k, scale, path, precision="f32"):
                                np.dtype(work))
     else:
         starts = (*range(0, p.t_q, positive_int("block_q", block_q)), p.t_q)
-    block_k = positive_int("block_k", block_k)
+    block_k = default_block_k(shape.bf16) if block_k is None else positive_int("block_k", block_k)
     # a key tile's rows are computed mr at a time: up to mr - 1 rows past t_k
     k_rows = _round_up(p.t_k, shape.mr) if block_k % shape.mr == 0 else p.t_k + shape.mr - 1
     settings = _Settings(t_k=p.t_k, scale=work(p.scale * LOG2E), causal=p.offset is not None, offset=p.offset or 0,

@@ -13,6 +13,7 @@ from .compiling import _compute_dtype
 from .isa import PATHS, _resolve_path
 
 BLOCK_K = 128  # keys per tile
+AMX_BLOCK_K = 256  # keys per tile with bf16 products on AMX tiles: each tile's acc tiles are stored and loaded
 MAX_PANELS = 12  # a block's panel states (q_t, acc_t: 24 KiB a panel in float32) stay within a core's L2
 
 
@@ -68,3 +69,9 @@ def queue_time(work, speeds):
         start, t = heapq.heappop(free)
         heapq.heappush(free, (start + w / speeds[t], t))
     return max(end for end, _ in free)
+
+
+def default_block_k(bf16_products=None):
+    """Keys per tile when flash_attention's block_k is None: AMX_BLOCK_K for bf16 products on AMX tiles
+    (bf16.route: "amx"; measured at N = 1024 to 16384, 7-10% faster than 128), else BLOCK_K."""
+    return AMX_BLOCK_K if bf16_products == "amx" else BLOCK_K
