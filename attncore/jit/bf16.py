@@ -89,6 +89,28 @@ def round_vector(builder, x):
     return builder.bitcast(rounded, x.type)
 
 
+def round_and_pair(builder, even, odd):
+    """Weights (<16 x float>, finite, >= 0, no denormals) rounded to bf16 two vectors at a time, on
+    a CPU with AVX512_BF16: (the <16 x i32> words pairing bf16(even) (low half) with bf16(odd), and
+    both as float32). One vcvtne2ps2bf16 (round to nearest, ties to even: round_vector's rounding
+    of such values, bit for bit) and one shuffle interleaving its two halves."""
+    lanes = even.type.count
+    halves, words = ir.VectorType(ir.IntType(16), 2 * lanes), ir.VectorType(ir.IntType(32), lanes)
+    convert = cgutils.get_or_insert_function(
+        builder.module, ir.FunctionType(ir.VectorType(_BFloat16Type(), 2 * lanes), [even.type, even.type]),
+        "llvm.x86.avx512bf16.cvtne2ps2bf16.512")
+    both = builder.bitcast(builder.call(convert, [odd, even]), halves)  # bf16(even) then bf16(odd)
+    interleave = ir.Constant(ir.VectorType(ir.IntType(32), 2 * lanes),
+                             [ir.Constant(ir.IntType(32), i // 2 + (lanes if i % 2 else 0)) for i in range(2 * lanes)])
+    pairs = builder.bitcast(builder.shuffle_vector(both, both, interleave), words)
+
+    def splat(value):
+        return ir.Constant(words, [ir.Constant(ir.IntType(32), value)] * lanes)
+
+    return (pairs, builder.bitcast(builder.shl(pairs, splat(16)), even.type),
+            builder.bitcast(builder.and_(pairs, splat(0xFFFF0000)), even.type))
+
+
 @_jit
 def _round_bits(bits):
     """bf16 rounding of float32 bits (uint32), ties to even; NaN and inf pass through (a select,

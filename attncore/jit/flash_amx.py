@@ -41,7 +41,7 @@ from .amx import (
     zeros,
 )
 from .atomics import _packing, _publish
-from .bf16 import _pack_columns, _pack_panel, _pack_rows, round_vector
+from .bf16 import _pack_columns, _pack_panel, _pack_rows, round_and_pair
 from .compiling import _jit
 from .isa import _tile_cols, _TileShapeType
 from .layout import _finish_rows, _mask_panel, _panel_keys, _round_up
@@ -81,18 +81,14 @@ def _weights_codegen(context, builder, signature, args):
         x.store(rescale, alpha.data, v)
         builder.store(builder.fmul(x.load(l.data, v), rescale), running[v])  # running now holds l
     below = [builder.fsub(zero, shift) for shift in shifts]  # scale s - m in one rounding: an FMA
-    low, high = (ir.Constant(words, [ir.Constant(ir.IntType(32), c)] * x.lanes) for c in (16, 0xFFFF0000))
     pairs = builder.udiv(rows, rows.type(2))
     with cgutils.for_range(builder, pairs) as loop:  # weights in pairs of rows, their sum, packed
         row = x.at(s.data, builder.mul(builder.mul(loop.index, rows.type(2)), s_row))
         out = x.at(p_w.data, builder.mul(loop.index, p_row))
         for v in range(nv):
-            even, odd = (round_vector(builder, x.exp2(x.fma(x.load(r, v), factor, below[v])))
-                         for r in (row, x.at(row, s_row)))
-            total = builder.fadd(builder.fadd(builder.load(running[v]), even), odd)
-            builder.store(total, running[v])
-            word = builder.or_(builder.lshr(builder.bitcast(even, words), low),
-                               builder.and_(builder.bitcast(odd, words), high))
+            word, even, odd = round_and_pair(builder, *(x.exp2(x.fma(x.load(r, v), factor, below[v]))
+                                                        for r in (row, x.at(row, s_row))))
+            builder.store(builder.fadd(builder.fadd(builder.load(running[v]), even), odd), running[v])
             builder.store(word, builder.bitcast(x.at(out, v * x.lanes * 4), words.as_pointer()), align=4)
     for v in range(nv):
         x.store(builder.load(running[v]), l.data, v)
