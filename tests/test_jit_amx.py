@@ -16,6 +16,7 @@ import numba  # noqa: E402
 
 import attncore  # noqa: E402
 from attncore import jit  # noqa: E402
+from attncore.bfloat16 import round_to_bfloat16  # noqa: E402
 from attncore.jit import amx, atomics, bf16  # noqa: E402
 from attncore.jit.bf16 import _pack_pairs, _pack_rows, round_to_bf16  # noqa: E402
 
@@ -140,3 +141,43 @@ def test_a_tile_is_packed_by_the_first_thread_that_claims_it():
     assert flags[1] == atomics.WRITTEN
     assert not atomics._packing(flags, 1)  # written: read it, do not pack again
     assert atomics._packing(flags, 2) and not atomics._packing(np.full(1, atomics.WRITTEN), 0)
+
+
+@needs_amx
+def test_weights_paired_by_vcvtne2ps2bf16_are_the_packing_of_the_rounded_weights():
+    """bf16.round_and_pair (the AMX weights' step) against _pack_pairs (round to nearest even in
+    integers) on weights in [0, 1] with many exact bf16 ties, bit for bit."""
+    from llvmlite import ir
+    from numba import types
+    from numba.extending import intrinsic
+
+    @intrinsic
+    def pair(typingctx, x, out):
+        def codegen(context, builder, signature, args):
+            x_data = context.make_array(signature.args[0])(context, builder, args[0]).data
+            out_data = context.make_array(signature.args[1])(context, builder, args[1]).data
+            vector = ir.VectorType(ir.FloatType(), 16)
+            even, odd = (builder.load(builder.bitcast(builder.gep(x_data, [ir.Constant(ir.IntType(64), 16 * i)]),
+                                                      vector.as_pointer()), align=4) for i in (0, 1))
+            words, even_f, odd_f = bf16.round_and_pair(builder, even, odd)
+            for i, value in enumerate((words, even_f, odd_f)):
+                target = builder.gep(out_data, [ir.Constant(ir.IntType(64), 16 * i)])
+                builder.store(builder.bitcast(value, words.type), builder.bitcast(target, words.type.as_pointer()),
+                              align=4)
+            return context.get_dummy_value()
+
+        return types.void(x, out), codegen
+
+    run = numba.njit(lambda x, out: pair(x, out))
+    rng = np.random.default_rng(5)
+    ties = ((rng.integers(0x3000, 0x3F80, 4000, dtype=np.uint32) << 16) | 0x8000).view(np.float32)
+    weights = np.concatenate([rng.random(4000, dtype=np.float32), ties, np.float32([0, 1, 2.0**-126])])
+    weights = np.resize(weights, (-(-weights.size // 32), 32)).astype(np.float32)
+    for row in weights:
+        out = np.empty(48, np.uint32)
+        run(row, out)
+        want = np.empty((1, 16), np.uint32)
+        _pack_pairs(row.reshape(2, 16), 2, want)
+        rounded = round_to_bfloat16(row).view(np.uint32)
+        np.testing.assert_array_equal(out[:16], want[0])
+        np.testing.assert_array_equal(out[16:], rounded)
