@@ -115,59 +115,47 @@ def _weights(typingctx, s, rows, scale, m, l, alpha, p_w, shape):
 @_jit
 def _tile_matmul(a, rows, b, c, words, subs, accumulate):
     """c[:rows, :16 subs] = (c if accumulate else 0) + a[:rows, :words] . b[:words, :16 subs] (rows and
-    words multiples of 16): S^T = K qT (k_w, q_p into s_t) and acc += V^T P^T (v_w, p_w into o_t).
-    Per 16 columns and 64 rows: tiles 0..3 hold the four 16-row blocks of c, 4 and 5 two tiles of
-    b (32 words), 6 and 7 those of a."""
-    for s in range(0, 16 * subs, 16):
-        for r in range(0, rows, 64):
-            if accumulate:
-                _tile_load(0, c, r, s)
-                if r + 16 < rows:
-                    _tile_load(1, c, r + 16, s)
-                if r + 32 < rows:
-                    _tile_load(2, c, r + 32, s)
-                if r + 48 < rows:
-                    _tile_load(3, c, r + 48, s)
-            else:
-                _tile_zero(0)
-                _tile_zero(1)
-                _tile_zero(2)
-                _tile_zero(3)
-            for w in range(0, words, 32):
-                two = w + 16 < words
-                _tile_load(4, b, w, s)
-                if two:
-                    _tile_load(5, b, w + 16, s)
-                _tile_load(6, a, r, w)
-                _tile_dot(0, 6, 4)
-                if two:
-                    _tile_load(7, a, r, w + 16)
-                    _tile_dot(0, 7, 5)
-                if r + 16 < rows:
-                    _tile_load(6, a, r + 16, w)
-                    _tile_dot(1, 6, 4)
-                    if two:
-                        _tile_load(7, a, r + 16, w + 16)
-                        _tile_dot(1, 7, 5)
-                if r + 32 < rows:
-                    _tile_load(6, a, r + 32, w)
-                    _tile_dot(2, 6, 4)
-                    if two:
-                        _tile_load(7, a, r + 32, w + 16)
-                        _tile_dot(2, 7, 5)
-                if r + 48 < rows:
-                    _tile_load(6, a, r + 48, w)
-                    _tile_dot(3, 6, 4)
-                    if two:
-                        _tile_load(7, a, r + 48, w + 16)
-                        _tile_dot(3, 7, 5)
-            _tile_store(0, c, r, s)
-            if r + 16 < rows:
-                _tile_store(1, c, r + 16, s)
-            if r + 32 < rows:
-                _tile_store(2, c, r + 32, s)
-            if r + 48 < rows:
-                _tile_store(3, c, r + 48, s)
+    words multiples of 16, subs <= 3): S^T = K qT (k_w, q_p into s_t) and acc += V^T P^T (v_w, p_w
+    into acc_t). Each tile of a (the key tile: K or V, from L2) is loaded once for all subs; b (a
+    panel's queries or weights, small) once per use. Per 16 rows of c: tiles 0..2 hold its subs,
+    3 and 4 the two tiles of a in flight, 5..7 those of b. Measured with a in L2: 30 and 23
+    cycles per tdpbf16ps for the two products, against 38 and 28 with a loaded once per sub."""
+    for r in range(0, rows, 16):
+        if accumulate:
+            _tile_load(0, c, r, 0)
+            if subs > 1:
+                _tile_load(1, c, r, 16)
+            if subs > 2:
+                _tile_load(2, c, r, 32)
+        else:
+            _tile_zero(0)
+            _tile_zero(1)
+            _tile_zero(2)
+        for w in range(0, words, 32):
+            _tile_load(3, a, r, w)
+            _tile_load(5, b, w, 0)
+            _tile_dot(0, 3, 5)
+            if subs > 1:
+                _tile_load(6, b, w, 16)
+                _tile_dot(1, 3, 6)
+            if subs > 2:
+                _tile_load(7, b, w, 32)
+                _tile_dot(2, 3, 7)
+            if w + 16 < words:
+                _tile_load(4, a, r, w + 16)
+                _tile_load(5, b, w + 16, 0)
+                _tile_dot(0, 4, 5)
+                if subs > 1:
+                    _tile_load(6, b, w + 16, 16)
+                    _tile_dot(1, 4, 6)
+                if subs > 2:
+                    _tile_load(7, b, w + 16, 32)
+                    _tile_dot(2, 4, 7)
+        _tile_store(0, c, r, 0)
+        if subs > 1:
+            _tile_store(1, c, r, 16)
+        if subs > 2:
+            _tile_store(2, c, r, 32)
 
 
 @_jit
