@@ -4,16 +4,15 @@ The command-line harness (`python -m benchmarks.harness` in a clone of the cours
 chapter 7 both use this package; the results of the course's published run ship with it
 (`published()`), so the chapter runs outside the clone too.
 
-Thread pools: NumPy's OpenBLAS, Numba's and PyTorch's OpenMP, OpenVINO's TBB and ONNX
-Runtime's pool share the cores, and idle workers of one spin and would take the cores from
-the next timed call of another. The pause before each timed call (timing.PAUSE, 50 ms) is
-what keeps them apart: measured on the course machine, the CPU a pool burns after a call
-(OpenMP 4-5 ms, ONNX Runtime 26 ms, OpenVINO 1 ms) is over within it. OpenBLAS would spin
-for 2^28 cycles (0.1 s), so THREAD_ENV makes its workers sleep after 2^4; set it in the
-environment before NumPy is imported (the harness does). OpenMP keeps its default wait
-policy: with OMP_WAIT_POLICY=PASSIVE its workers slept between the untimed and the timed
-call, and on the course machine (a VM) waking one took 0.7-3 ms, which only OpenMP pools
-paid: attncore.jit's N = 1024 calls ran on one core (CPU / wall 1.01).
+Thread pools: NumPy's OpenBLAS, Numba's and PyTorch's OpenMP share the cores, and idle
+workers of one spin and take the cores from the next timed call of another. Set
+THREAD_ENV in the environment before NumPy is imported (the harness does).
+
+OMP_WAIT_POLICY=PASSIVE has a price on the course machine (a VM): a worker asleep since the
+last call took 0.7-3 ms to wake, which only OpenMP pools (attncore.jit, torch) pay. OpenMP's
+default policy was worse there, not better: with torch's and Numba's OpenMP runtimes in one
+process, torch at N = 1024 took 8 ms instead of 1-2 in most rounds, and jit timed after
+torch 12 ms instead of 2 (measured 2026-12-02, the 50 ms pause before each call kept).
 """
 import json
 from importlib import resources
@@ -26,7 +25,7 @@ from .memory import rss, traced
 from .timing import (PAUSE, compile_cost, flops, lookup, naive_bytes, peer_ratios, ratios, run, skip_reason,
                      time_size)
 
-THREAD_ENV = {"OPENBLAS_THREAD_TIMEOUT": "4"}
+THREAD_ENV = {"OPENBLAS_THREAD_TIMEOUT": "4", "OMP_WAIT_POLICY": "PASSIVE"}
 PUBLISHED = "2026-11-30-xeon-emerald-rapids-2-cores.json"
 
 
