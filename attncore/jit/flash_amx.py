@@ -12,8 +12,9 @@ d_v to 16). The panel of nr = 16 or 48 queries is 1 or 3 tiles wide:
 S leaves the tiles for memory (s_t); one vector pass takes its max (times the scale: the
 same number as the max of the scaled scores, the scale being positive), a second makes the
 weights 2^(scale s - m) (the scale after the sum, so the products stay exact; scale s - m in
-one FMA), rounds them to bf16, sums them into l and packs them in pairs for the tiles
-(_weights: microkernels._softmax_tile's step with the scale and _pack_pairs folded in). acc
+one FMA), rounds them to bf16 and pairs them for the tiles with vcvtne2ps2bf16
+(bf16.round_and_pair: _pack_pairs's words), and sums them into l (_weights:
+microkernels._softmax_tile's step with the scale and the packing folded in). acc
 is added to in the tiles; the vector code multiplies it by alpha first only for the 16
 queries of a tile where alpha is not 1 (a max moved), which gets rarer as the keys go by.
 K and V are rounded and packed tile by tile once per call, not once per block: the first
