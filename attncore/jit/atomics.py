@@ -20,10 +20,22 @@ def _is_counter(x):
     return isinstance(x, types.Array) and x.dtype == types.int64 and x.ndim == 1
 
 
-def _pointer(context, builder, signature, args):
-    """The address of x[i] for the arguments (x, i) of an intrinsic (x 1-D int64)."""
-    data = context.make_array(signature.args[0])(context, builder, args[0]).data
-    return builder.gep(data, [context.cast(builder, args[1], signature.args[1], types.intp)])
+def _on_flag(returns, emit):
+    """The typer of an intrinsic (flags, i) -> returns on flags[i] (flags 1-D int64): emit(builder,
+    pointer to flags[i]) writes the atomic operation and gives its value (ignored when void)."""
+
+    def typer(typingctx, flags, i):
+        if not (_is_counter(flags) and isinstance(i, types.Integer)):
+            return None
+
+        def codegen(context, builder, signature, args):
+            data = context.make_array(signature.args[0])(context, builder, args[0]).data
+            value = emit(builder, builder.gep(data, [context.cast(builder, args[1], signature.args[1], types.intp)]))
+            return context.get_dummy_value() if returns is types.void else value
+
+        return returns(flags, i), codegen
+
+    return typer
 
 
 @intrinsic
@@ -39,43 +51,14 @@ def _take_next(typingctx, counter):
     return types.int64(counter), codegen
 
 
-@intrinsic
-def _claim(typingctx, flags, i):
-    """flags[i] from UNCLAIMED to WRITING if it is UNCLAIMED, atomically; return what it was."""
-    if not (_is_counter(flags) and isinstance(i, types.Integer)):
-        return None
-
-    def codegen(context, builder, signature, args):
-        swap = builder.cmpxchg(_pointer(context, builder, signature, args), ir.Constant(_I64, UNCLAIMED),
-                               ir.Constant(_I64, WRITING), "acq_rel", "acquire")
-        return builder.extract_value(swap, 0)
-
-    return types.int64(flags, i), codegen
-
-
-@intrinsic
-def _flag(typingctx, flags, i):
-    """flags[i], read with acquire (what the writer wrote before WRITTEN is visible after it)."""
-    if not (_is_counter(flags) and isinstance(i, types.Integer)):
-        return None
-
-    def codegen(context, builder, signature, args):
-        return builder.load_atomic(_pointer(context, builder, signature, args), "acquire", 8)
-
-    return types.int64(flags, i), codegen
-
-
-@intrinsic
-def _publish(typingctx, flags, i):
-    """flags[i] = WRITTEN, with release: the writes before it are visible to whoever reads it."""
-    if not (_is_counter(flags) and isinstance(i, types.Integer)):
-        return None
-
-    def codegen(context, builder, signature, args):
-        builder.store_atomic(ir.Constant(_I64, WRITTEN), _pointer(context, builder, signature, args), "release", 8)
-        return context.get_dummy_value()
-
-    return types.void(flags, i), codegen
+# flags[i] from UNCLAIMED to WRITING if it is UNCLAIMED, atomically; returns what it was
+_claim = intrinsic(_on_flag(types.int64, lambda builder, pointer: builder.extract_value(
+    builder.cmpxchg(pointer, ir.Constant(_I64, UNCLAIMED), ir.Constant(_I64, WRITING), "acq_rel", "acquire"), 0)))
+# flags[i], read with acquire (what the writer wrote before WRITTEN is visible after it)
+_flag = intrinsic(_on_flag(types.int64, lambda builder, pointer: builder.load_atomic(pointer, "acquire", 8)))
+# flags[i] = WRITTEN, with release: the writes before it are visible to whoever reads it
+_publish = intrinsic(_on_flag(types.void, lambda builder, pointer: builder.store_atomic(
+    ir.Constant(_I64, WRITTEN), pointer, "release", 8)))
 
 
 @_jit
