@@ -1,13 +1,20 @@
 """The command-line benchmark harness of the course: `python -m benchmarks.harness --help`.
 
-The measuring code lives in attncore.bench (chapter 7 uses it too). Three thread pools
-share the cores (NumPy's OpenBLAS, Numba's and torch's OpenMP); idle workers of each
-spin and take the cores from the next timed call of another: measured 5-20x slower
-calls at N = 256 on 2 cores. So, before any of them loads, OpenBLAS workers sleep after
-2^4 cycles (the minimum; default 2^28) and OpenMP workers sleep at once
-(attncore.bench.THREAD_ENV; either can be overridden from outside).
+The measuring code lives in attncore.bench (chapter 7 uses it too). The harness times each
+implementation in a worker process of its own (attncore.bench.isolated), so that torch's
+and Numba's OpenMP runtimes never meet. Thread pools stay awake for a while after a call,
+so that a timed call right after its untimed one finds them awake, and go to sleep before
+the pause before the next implementation's call ends (harness.PAUSE):
+
+- OpenMP (torch, attncore.jit) spins about 33 ms on the course machine with 3e6 spins
+  (GOMP_SPINCOUNT). At libgomp's default, torch's workers slept after 0.5 ms and half of
+  torch's calls at N = 1024 took 8 ms instead of 1; with 3e6, none of 15 did.
+- OpenBLAS (NumPy, the naive implementations) would spin about 0.1 s (2^28 cycles): its
+  workers sleep after 2^4 cycles, the minimum.
+
+Both are set before NumPy loads and can be overridden from outside.
 """
 import os
 
 os.environ.setdefault("OPENBLAS_THREAD_TIMEOUT", "4")
-os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+os.environ.setdefault("GOMP_SPINCOUNT", "3000000")

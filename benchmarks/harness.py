@@ -17,8 +17,10 @@ Runtime, OpenVINO in float32 and in its default precision, JAX, each in its fast
 and jit's own bfloat16 products (precision="bf16", vdpbf16ps where the CPU has it, and
 "bf16_emulated"), timed like a peer, so their row is bf16 time / float32 time;
 checked against float64 before it is timed; a peer that is missing or errs beyond its bound is
-a row with the reason. Every timed call comes after a pause (--pause) that lets the previous
-call's thread pools go idle; peer/jit is the median over the rounds of the ratio within a round.
+a row with the reason. Each implementation runs in a worker process of its own, with its
+runtime's defaults (attncore.bench.isolated), so no two thread pools meet in one process;
+every timed call comes after a pause (--pause) that lets the previous call's thread pools go
+idle; peer/jit is the median over the rounds of the ratio within a round.
 Results go to --out as JSON with the machine description (CPU, ISA, sgemm peak, bandwidth).
 """
 import argparse
@@ -35,6 +37,8 @@ from attncore.bench import peer_story, timing
 SIZES = (512, 1024, 2048, 4096, 8192, 16384)
 QUICK_SIZES = (256, 512, 1024)
 OUT = Path(__file__).parent / "out" / "results.json"
+PAUSE = 0.1  # seconds: longer than every pool's spinning after a call (OpenMP's 33 ms: benchmarks/__init__.py)
+PROCESSES = "each implementation timed in a worker process of its own, with its runtime's defaults (attncore.bench.isolated)"
 
 
 def parse_args(argv=None):
@@ -47,8 +51,8 @@ def parse_args(argv=None):
     parser.add_argument("--numpy-flash-max", type=int, default=2048, help="largest N for the NumPy tiles")
     parser.add_argument("--no-rss", action="store_true", help="skip the per-call subprocess RSS measurement")
     parser.add_argument("--no-compile-check", action="store_true", help="skip the Numba cache check")
-    parser.add_argument("--pause", type=float, default=timing.PAUSE,
-                        help=f"seconds of sleep before each timed call, so no thread pool still spins (default {timing.PAUSE})")
+    parser.add_argument("--pause", type=float, default=PAUSE,
+                        help=f"seconds of sleep before each timed call, so no thread pool still spins (default {PAUSE})")
     parser.add_argument("--decode", action="store_true", help="also the decode scenario (attncore.bench.decode)")
     parser.add_argument("--decode-only", action="store_true", help="the decode scenario alone")
     parser.add_argument("--decode-long", action="store_true", help=f"decode also at T_k = {bench.decode.LONG_T_K}")
@@ -238,7 +242,7 @@ def main(argv=None):
     results = {"machine": info, "settings": {"d": timing.D, "dtype": "float32", "sizes": list(args.sizes),
                                              "repeats": args.repeats, "naive_budget_gib": args.naive_budget_gib,
                                              "numpy_flash_max": args.numpy_flash_max, "pause_s": args.pause,
-                                             "threads": threads,
+                                             "threads": threads, "processes": PROCESSES,
                                              "error_bounds": {name: bench.peers.PEERS[name].tolerance
                                                               for name in bench.peers.PEER_NAMES}}}
     if not args.no_compile_check and not args.decode_only:
@@ -252,7 +256,7 @@ def main(argv=None):
     log = lambda line: print(line, file=sys.stderr, flush=True)
     rows = [] if args.decode_only else bench.run(
         args.sizes, args.repeats, args.naive_budget_gib, args.numpy_flash_max, rss=not args.no_rss, names=args.impls,
-        log=log, pause=args.pause, threads=threads)
+        log=log, pause=args.pause, threads=threads, isolate=True)
     rates = [r["sgemm_1t_gflops"] for r in rows if r.get("sgemm_1t_gflops")]
     sgemm = statistics.median(rates) if rates else bench.sgemm_rate()
     theory = bench.theoretical_peak()
@@ -267,7 +271,8 @@ def main(argv=None):
     if args.decode:
         names = [n for n in bench.decode.NAMES if not args.impls or n in args.impls]
         results["decode"] = bench.decode.run(args.decode_t_k, names=names, repeats=args.repeats, pause=args.pause,
-                                             threads=threads, log=log)
+                                             threads=threads, log=log, isolate=True)
+    bench.isolated.close()  # the workers' memory, before the tables
     results["load_average_end"] = bench.load_average()
     if rows:
         print_table(results)

@@ -55,6 +55,7 @@ TIER_MARKERS = {"slow", "pipeline", "browser", "book", "wheel", "model"}
 
 FILES = {
     "test_attention.py": CHECK,
+    "test_bench_isolated.py": CHECK,
     "test_bench_peers.py": CHECK,
     "test_benchmarks.py": CHECK,
     "test_bfloat16.py": CHECK,

@@ -5,20 +5,22 @@ chapter 7 both use this package; the results of the course's published run ship 
 (`published()`), so the chapter runs outside the clone too.
 
 Thread pools: NumPy's OpenBLAS, Numba's and PyTorch's OpenMP share the cores, and idle
-workers of one spin and take the cores from the next timed call of another. Set
-THREAD_ENV in the environment before NumPy is imported (the harness does).
+workers of one spin and take the cores from the next timed call of another. To time them
+in one process (chapter 7 does), set THREAD_ENV in the environment before NumPy is imported.
 
 OMP_WAIT_POLICY=PASSIVE has a price on the course machine (a VM): a worker asleep since the
-last call took 0.7-3 ms to wake, which only OpenMP pools (attncore.jit, torch) pay. OpenMP's
-default policy was worse there, not better: with torch's and Numba's OpenMP runtimes in one
-process, torch at N = 1024 took 8 ms instead of 1-2 in most rounds, and jit timed after
-torch 12 ms instead of 2 (measured 2026-12-02, the 50 ms pause before each call kept).
+last call took 0.7-5 ms to wake, which only OpenMP pools (attncore.jit, torch) pay, and a
+call under 2 ms often ran on one thread. OpenMP's default policy was worse in one process:
+with torch's and Numba's OpenMP runtimes together, torch at N = 1024 took 8 ms instead of
+1-2 in most rounds, and jit timed after torch 12 ms instead of 2 (measured 2026-12-02, the
+50 ms pause before each call kept). So the harness times each implementation in a process
+of its own with its runtime's defaults (isolated), where neither price is paid.
 """
 import json
 from importlib import resources
 
 from .impls import IMPLS, available, float64_reference, inputs, torch_backend
-from . import asm, decode, peers, story
+from . import asm, decode, isolated, peers, story
 from .machine import (bandwidth, blas_threads, info, isa_flags, load_average, read_bandwidth, sgemm_rate,
                       theoretical_peak)
 from .memory import rss, traced
@@ -36,7 +38,7 @@ def published(name=PUBLISHED):
 
 __all__ = [
     "IMPLS", "PAUSE", "PUBLISHED", "THREAD_ENV", "asm", "available", "bandwidth", "blas_threads", "compile_cost",
-    "decode", "float64_reference", "flops", "info", "inputs", "isa_flags", "load_average", "lookup", "naive_bytes",
+    "decode", "float64_reference", "flops", "info", "inputs", "isa_flags", "isolated", "load_average", "lookup", "naive_bytes",
     "peer_ratios", "peers", "published", "ratios", "read_bandwidth", "rss", "run", "sgemm_rate", "skip_reason",
     "story", "theoretical_peak", "time_size", "torch_backend", "traced",
 ]

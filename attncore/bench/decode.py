@@ -17,7 +17,7 @@ import statistics
 
 import numpy as np
 
-from . import machine, peers, timing
+from . import isolated, machine, peers, timing
 
 H_Q, H_KV, D = 32, 8, 128
 T_KS = (4096, 32768)
@@ -53,8 +53,9 @@ def roofs(threads, repeats=3):
 
 
 def run(t_ks=T_KS, t_qs=T_QS, names=NAMES, repeats=5, pause=timing.PAUSE, threads=None, roof=None, log=None,
-        h_q=H_Q, h_kv=H_KV, d=D):
-    """Rows of the decode scenario, one per (T_k, T_q, implementation); skipped ones have a note."""
+        h_q=H_Q, h_kv=H_KV, d=D, isolate=False):
+    """Rows of the decode scenario, one per (T_k, T_q, implementation); skipped ones have a note.
+    isolate: each implementation timed in its own process (attncore.bench.isolated)."""
     threads = threads or machine.cores()
     roof = roof or roofs(threads)
     rows = []
@@ -72,10 +73,11 @@ def run(t_ks=T_KS, t_qs=T_QS, names=NAMES, repeats=5, pause=timing.PAUSE, thread
                     notes[name] = f"skipped: {notes[name]}"
                     continue
                 try:
-                    call = peer.prepare(q, k, v, causal, threads)
+                    call = (isolated.prepare(name, peers.prepare, name, q, k, v, causal, threads) if isolate
+                            else peer.prepare(q, k, v, causal, threads))
                     out = call.result()
                 except Exception as error:
-                    notes[name] = f"skipped: {type(error).__name__}: {error}"
+                    notes[name] = f"skipped: {isolated.describe(error)}"
                     continue
                 errors[name] = float(np.max(np.abs(out - reference)))
                 details[name] = call.details

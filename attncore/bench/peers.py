@@ -373,3 +373,8 @@ PEERS = {peer.name: peer for peer in (
 # The bfloat16 paths of jit are timed the same way, so that their row reads as the float32
 # path's speed-up: jit time / bf16 time = 1 / ratio.
 PEER_NAMES = ("torch", "onnxruntime", "openvino_f32", "openvino_default", "jax", "jit_bf16", "jit_bf16_emulated")
+
+
+def prepare(name, q, k, v, causal, threads):
+    """PEERS[name].prepare(q, k, v, causal, threads), by name: what a worker process is sent."""
+    return PEERS[name].prepare(q, k, v, causal, threads)

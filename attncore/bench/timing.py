@@ -27,7 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
-from . import impls, machine, memory
+from . import impls, isolated, machine, memory
 
 D = 64
 ITEMSIZE = 4  # float32
@@ -60,7 +60,13 @@ def timed(fn, pause=PAUSE, sleep=time.sleep, clock=time.perf_counter, cpu=None):
     """Seconds of one call of fn(): after a pause and one untimed call (a call right after
     other work or a pause starts on an idled core). cpu: a list that gets the process's CPU
     seconds of the timed call (every thread's, so about threads x wall when it has the cores
-    to itself; far less when other jobs take them)."""
+    to itself; far less when other jobs take them). An isolated.Call does all this in its own
+    worker process."""
+    if isinstance(fn, isolated.Call):
+        seconds, cpu_seconds = fn.timed(pause)
+        if cpu is not None:
+            cpu.append(cpu_seconds)
+        return seconds
     if pause:
         sleep(pause)
     fn()  # untimed
@@ -103,16 +109,18 @@ def thread_scaling(call_on, counts=(1, 2), repeats=5, pause=PAUSE):
             "speedup": {n: paired(times[n], times[counts[0]]) for n in counts}}
 
 
-def check(names, q, k, v, causal, reference, threads):
-    """Prepare each implementation and compare its output with the float64 reference, before
-    any timing: ({name: call}, {name: max |error|}, {name: details}, {name: skip note})."""
+def check(names, q, k, v, causal, reference, threads, isolate=False):
+    """Prepare each implementation (isolate: each in its worker process, attncore.bench.isolated)
+    and compare its output with the float64 reference, before any timing: ({name: call},
+    {name: max |error|}, {name: details}, {name: skip note})."""
     calls, errors, details, notes = {}, {}, {}, {}
     for name in names:
         try:
-            call = impls.prepare(name, q, k, v, causal, threads)
+            call = (isolated.prepare(name, impls.prepare, name, q, k, v, causal, threads) if isolate
+                    else impls.prepare(name, q, k, v, causal, threads))
             out = call.result()
         except Exception as error:  # a peer's failure is a row with its reason
-            notes[name] = f"skipped: {type(error).__name__}: {error}"
+            notes[name] = f"skipped: {isolated.describe(error)}"
             continue
         errors[name] = float(np.max(np.abs(out - reference)))
         details[name] = call.details
@@ -124,14 +132,15 @@ def check(names, q, k, v, causal, reference, threads):
     return calls, errors, details, notes
 
 
-def time_size(n, causal, names, repeats, d=D, sgemm=True, pause=PAUSE, threads=None):
+def time_size(n, causal, names, repeats, d=D, sgemm=True, pause=PAUSE, threads=None, isolate=False):
     """The seconds of each repeat per implementation (interleaved), each output's max |error|
     against float64, the median single-thread sgemm rate of the same repeats (GFLOP/s, or
-    None), what ran ({name: details}) and why some did not ({name: note})."""
+    None), what ran ({name: details}) and why some did not ({name: note}). isolate: each
+    implementation timed in its own process (attncore.bench.isolated)."""
     threads = threads or machine.cores()
     q, k, v = impls.inputs(n, d)
     reference = impls.float64_reference(q, k, v, causal)
-    calls, errors, details, notes = check(names, q, k, v, causal, reference, threads)
+    calls, errors, details, notes = check(names, q, k, v, causal, reference, threads, isolate)
     del reference
     a, b = (np.random.default_rng(i).standard_normal((SGEMM_N, SGEMM_N), dtype=np.float32) for i in range(2))
     sgemm_times = []
@@ -151,9 +160,10 @@ def time_size(n, causal, names, repeats, d=D, sgemm=True, pause=PAUSE, threads=N
 
 
 def run(sizes, repeats=5, naive_budget_gib=2.0, numpy_flash_max=2048, rss=True, names=None, log=None,
-        pause=PAUSE, threads=None):
+        pause=PAUSE, threads=None, isolate=False):
     """Time every available implementation at each N, causal and not; the rows of a results file.
-    Implementations named but not installed are rows with a note."""
+    Implementations named but not installed are rows with a note. isolate: each implementation
+    timed in its own process (attncore.bench.isolated)."""
     wanted = list(names or impls.IMPLS)
     rows, cores = [], machine.cores()
     for n in sizes:
@@ -162,7 +172,7 @@ def run(sizes, repeats=5, naive_budget_gib=2.0, numpy_flash_max=2048, rss=True, 
                       and impls.missing(name) is None]
             load = machine.load_average()
             repeat_seconds, errors, sgemm, details, notes = time_size(n, causal, active, repeats, pause=pause,
-                                                                      threads=threads)
+                                                                      threads=threads, isolate=isolate)
             q, k, v = impls.inputs(n, D)
             for name in wanted:
                 note = skip_reason(name, n, naive_budget_gib, numpy_flash_max) or impls.missing(name) or notes.get(name)

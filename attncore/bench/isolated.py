@@ -1,0 +1,106 @@
+"""Each implementation timed in a process of its own, as a user runs it.
+
+In one process the thread pools of the implementations meet: torch's and Numba's OpenMP
+runtimes slowed each other 3-8 times on the course machine, and the setting that kept them
+apart (OMP_WAIT_POLICY=PASSIVE, attncore.bench.THREAD_ENV) put every OpenMP worker to sleep
+between the untimed and the timed call, so on a VM the timed call often ran on one thread
+(a worker woke 0.7-5 ms late). A worker process per implementation, spawned with the
+caller's environment and so with each runtime's defaults, has neither problem. The harness
+still orders the rounds (attncore.bench.timing.rounds): it asks one worker at a time for a
+timed call (the pause, an untimed call, the timed call, all in the worker) while the others
+wait idle on their pipes.
+"""
+import atexit
+import multiprocessing
+
+_WORKERS = {}  # implementation name -> _Worker
+
+
+class Failed(Exception):
+    """make(*args) raised in the worker; description: the exception's type and message."""
+
+    def __init__(self, description):
+        super().__init__(description)
+        self.description = description
+
+
+def describe(error):
+    """'Type: message' of an exception, the worker's own for Failed."""
+    return error.description if isinstance(error, Failed) else f"{type(error).__name__}: {error}"
+
+
+class Call:
+    """A prepared call in a worker: result() (computed once, at preparation), details, and
+    timed(pause) -> (seconds, CPU seconds of the worker process) of one timed call."""
+
+    def __init__(self, worker, out, details):
+        self._worker, self._out, self.details = worker, out, details
+
+    def result(self):
+        return self._out
+
+    def timed(self, pause):
+        return self._worker.ask("time", pause)
+
+
+def prepare(name, make, *args):
+    """make(*args) -> a peers.Call, run in the worker process of implementation `name` (started
+    on first use): a Call that times it there. Raises Failed if make or the call raises."""
+    if name not in _WORKERS:
+        _WORKERS[name] = _Worker()
+    worker = _WORKERS[name]
+    out, details = worker.ask("prepare", make, args)
+    return Call(worker, out, details)
+
+
+def close():
+    """Stop every worker (the harness calls it at the end; atexit too)."""
+    while _WORKERS:
+        _WORKERS.popitem()[1].close()
+
+
+atexit.register(close)
+
+
+class _Worker:
+    def __init__(self):
+        context = multiprocessing.get_context("spawn")  # a fresh interpreter: no pool of ours inherited
+        self._connection, child = context.Pipe()
+        self._process = context.Process(target=_serve, args=(child,), daemon=True)
+        self._process.start()
+        child.close()
+
+    def ask(self, *message):
+        self._connection.send(message)
+        status, *reply = self._connection.recv()
+        if status == "failed":
+            raise Failed(reply[0])
+        return reply[0] if len(reply) == 1 else tuple(reply)
+
+    def close(self):
+        self._connection.send(None)
+        self._process.join(timeout=10)
+        self._connection.close()
+
+
+def _serve(connection):
+    """The worker's loop: ("prepare", make, args) keeps make(*args) as the call and replies
+    with its result and details; ("time", pause) replies with the seconds and CPU seconds of
+    one timed call (timing.timed); None ends it."""
+    from . import timing
+
+    call = None
+    while (message := connection.recv()) is not None:
+        operation, *arguments = message
+        try:
+            if operation == "prepare":
+                make, args = arguments
+                call = None  # the previous call and its arrays go before the next is prepared
+                call = make(*args)
+                reply = ("ok", call.result(), call.details)
+            else:
+                cpu = []
+                reply = ("ok", timing.timed(call, arguments[0], cpu=cpu), cpu[0])
+        except Exception as error:  # reported where the harness makes a row of it
+            reply = ("failed", f"{type(error).__name__}: {error}")
+        connection.send(reply)

@@ -1,0 +1,54 @@
+"""The harness's worker processes (attncore.bench.isolated): each implementation prepared,
+checked and timed in a process of its own, with the same results as in the harness's own
+process. No test asserts a wall-clock time."""
+import os
+
+import numpy as np
+import pytest
+
+from attncore.bench import impls, isolated, peers, timing
+
+
+def where_it_runs(value):
+    """A call that returns value, with the process it was prepared in as its details."""
+    return peers.Call(lambda: np.float32(value), lambda out: out, {"pid": os.getpid()})
+
+
+def refuses(why):
+    raise ValueError(why)
+
+
+@pytest.fixture
+def workers():
+    yield isolated
+    isolated.close()
+
+
+def test_a_call_is_prepared_and_timed_in_its_own_process(workers):
+    first = workers.prepare("here", where_it_runs, 2.5)
+    assert first.result() == np.float32(2.5) and first.details["pid"] != os.getpid()
+    second = workers.prepare("here", where_it_runs, 3.0)  # the same worker, the next call
+    assert second.details["pid"] == first.details["pid"] and second.result() == np.float32(3.0)
+    assert workers.prepare("there", where_it_runs, 0).details["pid"] not in (os.getpid(), first.details["pid"])
+    cpu = []
+    seconds = timing.timed(second, pause=0.01, cpu=cpu)  # the pause, untimed call and timed call, there
+    assert seconds > 0 and len(cpu) == 1 and cpu[0] >= 0
+
+
+def test_a_failure_in_the_worker_is_reported_with_its_type_and_message(workers):
+    with pytest.raises(isolated.Failed) as failure:
+        workers.prepare("here", refuses, "no kernel for this CPU")
+    assert isolated.describe(failure.value) == "ValueError: no kernel for this CPU"
+    assert workers.prepare("here", where_it_runs, 1.0).result() == np.float32(1.0)  # the worker lives on
+
+
+def test_isolated_run_gives_the_rows_of_an_in_process_run(workers):
+    rows = {isolate: timing.run([24], repeats=2, rss=False, names=["numpy_flash", "textbook"], pause=0, isolate=isolate)
+            for isolate in (False, True)}
+    for here, there in zip(rows[False], rows[True], strict=True):
+        assert (here["n"], here["causal"], here["impl"]) == (there["n"], there["causal"], there["impl"])
+        assert there["note"] is None and there["max_error"] == here["max_error"] < 1e-6
+        assert len(there["repeat_seconds"]) == len(there["repeat_cpu_seconds"]) == 2
+    q, k, v = impls.inputs(24)
+    call = workers.prepare("numpy_flash", impls.prepare, "numpy_flash", q, k, v, True, 1)
+    assert np.array_equal(call.result(), impls.numpy_flash(q, k, v, True))
