@@ -48,7 +48,7 @@ from .compiling import _compute_dtype, _jit, _parallel_jit
 from .decode_microkernels import ROWS, _accumulate_block, _block_sizes, _prefetch_rows, _scores_block, fits
 from .exponential import LN2, LOG2E, _exp2
 from .isa import PATHS, _resolve_path, _tile_cols, _tile_rows
-from .layout import _batch_index, _check_scores, _flatten, _mask_panel, _panel_keys, _round_up
+from .layout import _batch_index, _check_scores, _flatten, _mask_panel, _panel_keys, _remembered, _round_up
 from .microkernels import PRODUCT_MAX, PRODUCT_RESCALE, PRODUCT_ZERO, _max_in_product, _softmax_tile, _tile_product
 from .schedule import BLOCK_K
 
@@ -439,7 +439,7 @@ def decode_attention(q, k, v, *, causal=False, scale=None, return_lse=False, blo
     (Flash-Decoding); None takes default_splits. block_k: keys per tile. path: as
     flash_attention's.
     """
-    layout = _layout(q, k, v, causal, block_k, scale, splits, path)
+    layout = _remembered(_layout, q, k, v, causal, block_k, scale, splits, path)  # (Python is slow after a call)
     q, k, v = np.asarray(q), np.asarray(k), np.asarray(v)
     # no pass over K and V but the kernel's: the checks run when it raises an alarm
     if not np.isfinite(q).all() or not _finite_unseen(k, v, layout):

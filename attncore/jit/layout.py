@@ -179,6 +179,20 @@ _LAYOUTS = {}
 MAX_LAYOUTS = 256
 
 
+def _remembered(make, q, k, v, *settings):
+    """make(q, k, v, *settings), a layout that depends only on shapes, dtypes and settings:
+    worked out once per key (_layout_key, with make) and remembered in _LAYOUTS."""
+    key = _layout_key(q, k, v, make, *settings)
+    layout = _LAYOUTS.get(key)
+    if layout is None:
+        layout = make(q, k, v, *settings)
+        if key is not None:
+            if len(_LAYOUTS) >= MAX_LAYOUTS:
+                _LAYOUTS.clear()
+            _LAYOUTS[key] = layout
+    return layout
+
+
 def _prepare(q, k, v, causal, block_q, block_k, scale, path, precision="f32"):
     """The kernel's _KernelArgs for a call of flash_attention, its _Layout, and the power of
     two the output is to be multiplied by (v was divided by it: value_headroom).
@@ -189,14 +203,7 @@ def _prepare(q, k, v, causal, block_q, block_k, scale, path, precision="f32"):
     the checks took a tenth of the call. What depends on the values (scores that
     overflow) is checked on every call.
     """
-    key = _layout_key(q, k, v, causal, block_q, block_k, scale, path, precision)
-    layout = _LAYOUTS.get(key)
-    if layout is None:
-        layout = _layout(q, k, v, causal, block_q, block_k, scale, path, precision)
-        if key is not None:
-            if len(_LAYOUTS) >= MAX_LAYOUTS:
-                _LAYOUTS.clear()
-            _LAYOUTS[key] = layout
+    layout = _remembered(_layout, q, k, v, causal, block_q, block_k, scale, path, precision)
     q, k, v = np.asarray(q), np.asarray(k), np.asarray(v)
     _check_scores(q, k, v, layout)
     unit = value_headroom(v, layout.t_k, layout.work)  # acc sums up to T_k rows of v: keep it finite
