@@ -230,7 +230,12 @@ def value_headroom(v: FloatArray, t_k: int, work: DTypeLike) -> float:
     numbers, where attention's normalised weights @ v never overflows in the first place."""
     if v.size == 0:
         return 1.0
-    ratio = max(float(v.max()), -float(v.min())) / (float(np.finfo(work).max) / 4) * max(t_k, 1)
+    return headroom(max(float(v.max()), -float(v.min())), t_k, work)
+
+
+def headroom(v_max: float, t_k: int, work: DTypeLike) -> float:
+    """value_headroom from the largest |entry| of v (a kernel that reads v finds it on the way)."""
+    ratio = float(v_max) / (float(np.finfo(work).max) / 4) * max(t_k, 1)
     if not 1 <= ratio < math.inf:  # far from it, or NaN or inf in v (named by the finite check)
         return 1.0
     return 2.0 ** math.ceil(math.log2(ratio))

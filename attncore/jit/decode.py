@@ -48,7 +48,8 @@ from .compiling import _compute_dtype, _jit, _parallel_jit
 from .decode_microkernels import ROWS, _accumulate_block, _block_sizes, _prefetch_rows, _scores_block, fits
 from .exponential import LN2, LOG2E, _exp2
 from .isa import PATHS, _resolve_path, _tile_cols, _tile_rows
-from .layout import _batch_index, _check_scores, _flatten, _mask_panel, _panel_keys, _remembered, _round_up
+from .layout import (_batch_index, _check_scores, _far_from_overflow, _flatten, _mask_panel, _panel_keys, _remembered,
+                     _round_up)
 from .microkernels import PRODUCT_MAX, PRODUCT_RESCALE, PRODUCT_ZERO, _max_in_product, _softmax_tile, _tile_product
 from .schedule import BLOCK_K
 
@@ -388,9 +389,8 @@ def _check_decode_scores(q, k, v, layout):
     scores formed, to name the query and key that overflow."""
     if q.size == 0 or k.size == 0:
         return
-    limit, factor = float(np.finfo(layout.work).max) / 4, float(layout.scale) * LOG2E
     q_max, k_max = max(float(q.max()), -float(q.min())), max(float(k.max()), -float(k.min()))
-    if factor * q_max * k_max * q.shape[-1] < limit and factor * q_max < limit:
+    if _far_from_overflow(q_max, k_max, q.shape[-1], layout):
         return
     check_qkv(q, k, v)  # NaN or inf first, named
     k, v = (np.repeat(x, layout.group, axis=-3) for x in (k, v))

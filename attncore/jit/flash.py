@@ -7,6 +7,8 @@ takes the online-softmax step and accumulates acc = alpha acc + V^T P with the
 micro-kernels of microkernels.py. The Python side (_prepare in layout.py) checks the
 arguments and lays them out for it.
 """
+import math
+
 import numba
 import numpy as np
 from llvmlite import ir
@@ -14,13 +16,13 @@ from numba import prange, types
 from numba.core import cgutils
 from numba.extending import intrinsic, overload
 
-from .._checks import check_qkv
+from .._checks import check_qkv, headroom
 from .atomics import _take_next
 from .compiling import FASTMATH, _jit, _parallel_jit
 from .flash_amx import _flash_block_amx, _key_value_tiles
 from .flash_bf16 import _flash_block_bf16
 from .isa import _tile_cols, _tile_rows
-from .layout import _finish_rows, _mask_panel, _panel_keys, _prepare, _round_up
+from .layout import _check_scores, _far_from_overflow, _finish_rows, _mask_panel, _panel_keys, _prepare, _round_up
 from .microkernels import PRODUCT_MAX, PRODUCT_RESCALE, PRODUCT_ZERO, _max_in_product, _softmax_tile, _tile_product
 from .schedule import BLOCK_K
 
@@ -141,21 +143,39 @@ def _overload_block(queries, k, v, q0, q1, outputs, lses, settings, shape, profi
     return {"amx": amx, "native": native}.get(shape.bf16, float32)
 
 
-@numba.njit(cache=True, fastmath={"reassoc"})  # reassoc only: the sum may run in vector lanes
-def _sum_of_differences(x):
-    """The sum of x - x over a 1-D array: 0 if every entry is finite, NaN otherwise."""
-    total = x.dtype.type(0)
-    for i in range(x.size):
-        total += x[i] - x[i]
-    return total
+def _bits(x):
+    """x's entries as integers of their width (a view), and the mask that clears the sign bit."""
+
+
+@overload(_bits)
+def _overload_bits(x):
+    width = x.dtype.bitwidth
+    integer = {32: np.int32, 64: np.int64}[width]
+    mask = integer(2 ** (width - 1) - 1)
+    return lambda x: (x.view(integer), mask)
 
 
 @_jit
-def _share_sum_of_differences(x, part, parts):
-    """_sum_of_differences of part `part` of `parts` equal slices of the entries of x (C-contiguous)."""
+def _largest_bits(x):
+    """The largest |entry| of a 1-D float array, as its bits (an integer of the same width).
+
+    With the sign bit cleared, integer order is float order, and inf and NaN lie above
+    every finite float: one integer max, which vectorises, finds the largest magnitude and
+    whether an entry is not finite, and no NaN can hide from it as it can from a float max."""
+    bits, mask = _bits(x)
+    width = bits.dtype.type  # (Numba widens narrower integers to 64 bits; this keeps lanes of the float's width)
+    top = width(0)
+    for i in range(bits.size):
+        top = max(top, width(bits[i] & mask))
+    return top
+
+
+@_jit
+def _share_largest_bits(x, part, parts):
+    """_largest_bits of part `part` of `parts` equal slices of the entries of x (C-contiguous)."""
     flat = x.reshape(x.size)
     size = (flat.size + parts - 1) // parts
-    return _sum_of_differences(flat[part * size:(part + 1) * size])
+    return _largest_bits(flat[part * size:(part + 1) * size])
 
 
 @_jit
@@ -174,7 +194,7 @@ def _check_padding(q, k, v, settings, shape):
 
 
 @_parallel_jit
-def _flash(q, k, v, indices, starts, out, lse, settings, shape, narrow, profiling, cycles):
+def _flash(q, k, v, indices, starts, out, lse, extremes, settings, shape, narrow, profiling, cycles):
     """Tasks (batch entry, query block) from a shared counter: the _KernelArgs of layout.py.
 
     q (entries, T_q, d), k (entries, T, d), v (entries, T, d_vp) -> out (batch entries, T_q, d_v)
@@ -186,8 +206,8 @@ def _flash(q, k, v, indices, starts, out, lse, settings, shape, narrow, profilin
     blocks go from the last (most keys) to the first. Queries past a block's last full panel
     that fit in one vector run on the narrow micro-kernel (shape.narrow) instead of a
     panel that is mostly padding.
-    Each thread first sums x - x over its share of q, k and v: returns True if an entry is
-    NaN or +-inf (then the results are not to be used).
+    Each thread first finds the largest |entry| of its share of q, k and v, as bits
+    (_largest_bits), in its row of extremes (threads, 3); _run reads them before the results.
     Raises ValueError, once per call, if k and v are not padded as the tiles read them.
     """
     _check_padding(q, k, v, settings, shape)
@@ -198,11 +218,9 @@ def _flash(q, k, v, indices, starts, out, lse, settings, shape, narrow, profilin
     nr, lanes = _tile_cols(shape, q), _tile_cols(narrow, q)
     counter = np.zeros(1, np.int64)
     tiles = _shared_tiles(k, v, settings, shape)
-    differences = 0.0
     for thread in prange(threads):  # one iteration per thread
-        differences += (_share_sum_of_differences(q, thread, threads)
-                        + _share_sum_of_differences(k, thread, threads)
-                        + _share_sum_of_differences(v, thread, threads))
+        for i, x in enumerate((q, k, v)):
+            extremes[thread, i] = _share_largest_bits(x, thread, threads)
         task = _take_next(counter)
         while task < n_tasks:
             rank, b = task // n_batch, task % n_batch
@@ -218,16 +236,34 @@ def _flash(q, k, v, indices, starts, out, lse, settings, shape, narrow, profilin
                 _block(q_b, k_b, v_b, split, q1, out_b, lse_b, settings, narrow, profiling, cycles[task], tiles,
                        k_index[b], v_index[b])
             task = _take_next(counter)
-    return differences != 0
 
 
-def _run(arguments, profiling, q, k, v):
-    """Run the kernel on arguments from _prepare(q, k, v, ...); return its cycle counts.
+def _run(q, k, v, settings, profiling=False):
+    """_prepare(q, k, v, *settings) and the kernel -> (arguments, layout, unit, cycles): the
+    results are in arguments, to be multiplied by unit, and cycles are the phase counts.
 
-    If it met a NaN or inf, check_qkv names the argument and the entry."""
-    cycles = _cycle_counts(arguments)
-    if _flash(*arguments, profiling, cycles):
+    The kernel's one pass over q, k and v finds the largest |entry| of each. Only when one
+    is NaN or inf, or so large that a score or a running sum might overflow, do the checks
+    run: check_qkv and _check_scores name the argument or the score (they raise), or v is
+    divided by a power of two (value_headroom) and the kernel runs again."""
+    arguments, layout = _prepare(q, k, v, *settings)
+    cycles = _kernel(arguments, profiling)
+    q_max, k_max, v_max = (float(x) for x in arguments.extremes.max(axis=0).view(layout.work))
+    if not math.isfinite(q_max + k_max + v_max):
         check_qkv(q, k, v)
+    if not _far_from_overflow(q_max, k_max, arguments.q.shape[-1], layout):
+        _check_scores(np.asarray(q), np.asarray(k), np.asarray(v), layout)
+    unit = headroom(v_max, layout.t_k, layout.work)  # acc sums up to T_k rows of v: keep it finite
+    if unit != 1:
+        arguments, layout = _prepare(q, k, v, *settings, unit=unit)
+        cycles = _kernel(arguments, profiling)
+    return arguments, layout, unit, cycles
+
+
+def _kernel(arguments, profiling):
+    """_flash on arguments from _prepare; its cycle counts."""
+    cycles = _cycle_counts(arguments)
+    _flash(*arguments, profiling, cycles)
     return cycles
 
 
@@ -257,8 +293,7 @@ def flash_attention(q, k, v, *, causal=False, block_q=None, block_k=None, scale=
                              f"(q {np.shape(q)}, k {np.shape(k)}) run on jit.decode_attention, in float32")
         return decode_attention(q, k, v, causal=causal, scale=scale, return_lse=return_lse,
                                 block_k=BLOCK_K if block_k is None else block_k, path=path)
-    arguments, layout, unit = _prepare(q, k, v, causal, block_q, block_k, scale, path, precision)
-    _run(arguments, False, q, k, v)
+    arguments, layout, unit, _ = _run(q, k, v, (causal, block_q, block_k, scale, path, precision))
     out, lse = arguments.out if unit == 1 else arguments.out * layout.work(unit), arguments.lse
     out = out.reshape(*layout.batch, layout.t_q, layout.d_v).astype(layout.dtype, copy=False)
     lse = lse.reshape(*layout.batch, layout.t_q).astype(layout.dtype, copy=False)

@@ -15,7 +15,7 @@ from .compiling import FASTMATH, _compute_dtype
 from .exponential import EXP2_COEFFICIENTS
 from .flash import PHASES, _flash, _run
 from .isa import ENV_PATH, PATHS, _resolve_path, _slower_path_note, _tile_cols, _tile_rows, host_path
-from .layout import _prepare, _round_up
+from .layout import _round_up
 from .microkernels import PRODUCT_ZERO, _tile_product
 from .schedule import AMX_BLOCK_K, BLOCK_K, default_block_k
 
@@ -29,8 +29,7 @@ def profile(q, k, v, *, causal=False, block_q=None, block_k=BLOCK_K, scale=None,
     Needs x86-64 (rdtsc): elsewhere it raises NotImplementedError before running anything.
     """
     _require_x86_64("jit.profile")
-    arguments, _, _ = _prepare(q, k, v, causal, block_q, block_k, scale, path)
-    cycles = _run(arguments, True, q, k, v)
+    cycles = _run(q, k, v, (causal, block_q, block_k, scale, path), profiling=True)[3]
     total = cycles.sum(axis=0)
     return dict(zip(PHASES, (total / max(total.sum(), 1)).tolist()))
 

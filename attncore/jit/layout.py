@@ -13,7 +13,7 @@ from typing import NamedTuple
 import numba
 import numpy as np
 
-from .._checks import causal_allowed, check_qkv, positive_int, prepare_attention, scores, value_headroom
+from .._checks import causal_allowed, check_qkv, positive_int, prepare_attention, scores
 from .bf16 import products, round_to_bf16
 from .compiling import _compute_dtype, _jit
 from .exponential import LN2, LOG2E
@@ -132,6 +132,7 @@ class _KernelArgs(NamedTuple):
     starts: np.ndarray  # the first query of each block, then T_q
     out: np.ndarray  # (batch entries, T_q, d_v), written by the kernel
     lse: np.ndarray  # (batch entries, T_q)
+    extremes: np.ndarray  # (threads, 3): each thread's largest |entry| of its share of q, k, v, as bits
     settings: _Settings
     shape: TileShape
     narrow: TileShape  # shape.narrow, for the queries past a block's last full panel
@@ -193,20 +194,18 @@ def _remembered(make, q, k, v, *settings):
     return layout
 
 
-def _prepare(q, k, v, causal, block_q, block_k, scale, path, precision="f32"):
-    """The kernel's _KernelArgs for a call of flash_attention, its _Layout, and the power of
-    two the output is to be multiplied by (v was divided by it: value_headroom).
+def _prepare(q, k, v, causal, block_q, block_k, scale, path, precision="f32", unit=1):
+    """The kernel's _KernelArgs for a call of flash_attention and its _Layout; v divided by
+    unit, a power of two (value_headroom), when the output is to be multiplied by it.
 
     The _Layout of each combination of shapes, dtypes and settings is worked out once
     and remembered, so a repeated call only reshapes its arrays and allocates the results:
     Python run right after a kernel call is slow (its caches are cold), and at N = 1024
-    the checks took a tenth of the call. What depends on the values (scores that
-    overflow) is checked on every call.
+    the checks took a tenth of the call. What depends on the values (NaN, inf, scores
+    that overflow) is found by the kernel's pass over q, k and v (flash._run).
     """
     layout = _remembered(_layout, q, k, v, causal, block_q, block_k, scale, path, precision)
     q, k, v = np.asarray(q), np.asarray(k), np.asarray(v)
-    _check_scores(q, k, v, layout)
-    unit = value_headroom(v, layout.t_k, layout.work)  # acc sums up to T_k rows of v: keep it finite
     v = _flatten(v, layout.work, cols=layout.v_cols)
     count = layout.indices[0].size
     q, k = _flatten(q, layout.work), _flatten(k, layout.work, rows=layout.k_rows)
@@ -216,26 +215,35 @@ def _prepare(q, k, v, causal, block_q, block_k, scale, path, precision="f32"):
     arguments = _KernelArgs(
         q=q, k=k, v=v, indices=layout.indices, starts=layout.starts,
         out=np.empty((count, layout.t_q, layout.d_v), layout.work), lse=np.empty((count, layout.t_q), layout.work),
+        extremes=np.zeros((layout.settings.threads, 3), f"i{np.dtype(layout.work).itemsize}"),
         settings=layout.settings, shape=layout.shape, narrow=layout.shape.narrow)
-    return arguments, layout, unit
+    return arguments, layout
+
+
+def _far_from_overflow(q_max, k_max, d_k, layout):
+    """Whether no score can overflow the kernel's float type, given the largest |entry| of q
+    and of k: the kernel forms (scale log2(e) q) . k, and every partial sum is at most
+    d_k max|q| max|k| in size, so below a quarter of the largest float nothing overflows."""
+    # Python floats: a product past the range is inf, with no warning
+    limit, factor = float(np.finfo(layout.work).max) / 4, float(layout.scale) * LOG2E
+    q_max, k_max = float(q_max), float(k_max)
+    return factor * q_max * k_max * d_k < limit and factor * q_max < limit
 
 
 def _check_scores(q, k, v, layout, chunk=256):
     """Raise, as attention and attncore.flash_attention do, if a score overflows the kernel's
     float type (it would come back as a silent zero row: exp2 of NaN is 0 in the kernel).
 
-    The kernel forms (scale log2(e) q) . k. Every partial sum is at most d_k max|q| max|k| in
-    size, so below a quarter of the largest float nothing can overflow: one pass over q and
-    k, no more. Past it (or with NaN or inf, named first) the scores are formed here, in
-    blocks of queries: as the NumPy implementations form them, then in the kernel's log2 units.
+    Far from overflow (_far_from_overflow: one pass over q and k) nothing more. Past it (or
+    with NaN or inf, named first) the scores are formed here, in blocks of queries: as the
+    NumPy implementations form them, then in the kernel's log2 units.
     """
     if q.size == 0 or k.size == 0:
         return
-    # Python floats: a product past the range is inf, with no warning
-    limit, factor = float(np.finfo(layout.work).max) / 4, float(layout.scale) * LOG2E
     q_max, k_max = max(float(q.max()), -float(q.min())), max(float(k.max()), -float(k.min()))
-    if factor * q_max * k_max * q.shape[-1] < limit and factor * q_max < limit:
+    if _far_from_overflow(q_max, k_max, q.shape[-1], layout):
         return
+    factor = float(layout.scale) * LOG2E
     q, k, v = check_qkv(q, k, v)
     q = np.broadcast_to(q, (*layout.batch, *q.shape[-2:]))
     k = np.broadcast_to(k, (*layout.batch, *k.shape[-2:]))
