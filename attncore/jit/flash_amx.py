@@ -211,8 +211,8 @@ def _flash_block_amx(queries, k, v, q0, q1, outputs, lses, settings, shape, tile
     acc_t = zeros(panels * d_vt, nr, np.float32).reshape((panels, d_vt, nr))
     m = np.full((panels, nr), -np.inf, np.float32)
     l = np.zeros((panels, nr), np.float32)
-    s_t = zeros(tile, nr, np.float32)
-    p_w = zeros(tile // 2, nr, np.uint32)
+    s_t = empty(tile * nr, np.float32).reshape((tile, nr))  # rows past a tile's n_pad are never read
+    p_w = empty(tile // 2 * nr, np.uint32).reshape((tile // 2, nr))  # zeroed past the weights before each use
     alpha = np.empty(nr, np.float32)
     q_panel = np.zeros((nr, d), np.float32)
     q_pairs = np.empty((nr, dw), np.uint32)
