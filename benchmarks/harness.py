@@ -38,7 +38,6 @@ SIZES = (512, 1024, 2048, 4096, 8192, 16384)
 QUICK_SIZES = (256, 512, 1024)
 OUT = Path(__file__).parent / "out" / "results.json"
 PAUSE = 0.1  # seconds: longer than every pool's spinning after a call (OpenMP's 33 ms: benchmarks/__init__.py)
-PROCESSES = "each implementation timed in a worker process of its own, with its runtime's defaults (attncore.bench.isolated)"
 
 
 def parse_args(argv=None):
@@ -242,7 +241,7 @@ def main(argv=None):
     results = {"machine": info, "settings": {"d": timing.D, "dtype": "float32", "sizes": list(args.sizes),
                                              "repeats": args.repeats, "naive_budget_gib": args.naive_budget_gib,
                                              "numpy_flash_max": args.numpy_flash_max, "pause_s": args.pause,
-                                             "threads": threads, "processes": PROCESSES,
+                                             "threads": threads, "processes": bench.isolated.DESCRIPTION,
                                              "error_bounds": {name: bench.peers.PEERS[name].tolerance
                                                               for name in bench.peers.PEER_NAMES}}}
     if not args.no_compile_check and not args.decode_only:

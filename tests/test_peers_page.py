@@ -116,7 +116,8 @@ def sentences(pub):
     return {"machine": ps.machine_sentence(pub), "peers": ps.peers_sentence(run), "errors": ps.errors_sentence(run),
             "low": ps.low_precision_sentence(run), "memory": ps.memory_bound_sentence(pub),
             "goals": ps.decode_goals_sentence(pub), "decode_peers": ps.decode_peers_sentence(pub),
-            "bf16": ps.bf16_sentence(run), "cache": ps.cache_sentence(pub), "runs": ps.run_to_run_sentence(pub)}
+            "bf16": ps.bf16_sentence(run), "cache": ps.cache_sentence(pub), "runs": ps.run_to_run_sentence(pub),
+            "method": ps.method_sentence(pub)}
 
 
 # ------------------------------------------------------------------ helpers that read a sentence back
@@ -299,6 +300,41 @@ def test_machine_sentence_and_table(pub):
     assert f"{pub['decode']['decode']['roof']['read_gbs']:.1f} GB/s" in dict((r[0], r[2]) for r in table)["read bandwidth (decode's roof)"]
 
 
+def in_one_process(pub):
+    """pub as the harness wrote it before each implementation had a process of its own."""
+    pub = copy.deepcopy(pub)
+    for settings, machine in _parts(pub):
+        settings.pop("processes", None)
+        machine["env"].update(OMP_WAIT_POLICY="PASSIVE", GOMP_SPINCOUNT=None)
+    return pub
+
+
+def _parts(pub):
+    """(settings, machine) of the peers' run and of the decoding run."""
+    return ((pub["peers"]["settings"], pub["peers"]["machine"]),
+            (pub["decode"]["decode"]["settings"], pub["decode"]["machine"]))
+
+
+def test_method_sentence_says_how_each_run_timed(pub):
+    for variant in (pub, in_one_process(pub)):
+        text = ps.method_sentence(variant)
+        _plain(text)
+        for settings, machine in _parts(variant):
+            assert ("worker process of its own" in text) == bool(settings.get("processes")) or not ps.one_run(variant)
+            assert f"a pause of {settings['pause_s'] * 1e3:g} ms" in text
+            spin = machine["env"].get("GOMP_SPINCOUNT")
+            if spin and settings.get("processes"):
+                assert f"spun {int(spin):,} times" in text
+            if machine["env"].get("OMP_WAIT_POLICY") == "PASSIVE" and not settings.get("processes"):
+                assert "OMP_WAIT_POLICY=PASSIVE" in text
+    mixed_methods = copy.deepcopy(pub)
+    mixed_methods["sources"] = {"peers": "peers.json", "decode": "decode.json"}
+    mixed_methods["decode"] = in_one_process(pub)["decode"]
+    text = ps.method_sentence(mixed_methods)
+    assert ("The peers' run timed" in text) == bool(pub["peers"]["settings"].get("processes"))
+    assert ps.method_sentence(in_one_process(pub)).count("one process") == 1  # one clause when both runs agree
+
+
 def test_decode_table_prints_the_rows(pub):
     table = ps.decode_table(pub)
     for row in table[1:]:
@@ -440,7 +476,7 @@ def test_the_page_glues_every_sentence():
     used = set(re.findall(r"\{glue:text\}`ch7p_(\w+)", page))
     set_ = set(re.findall(r'\bg\("(\w+)"', page))
     assert used <= set_, used - set_
-    for function in ("machine_sentence", "peers_sentence", "errors_sentence", "low_precision_sentence",
+    for function in ("machine_sentence", "method_sentence", "peers_sentence", "errors_sentence", "low_precision_sentence",
                      "memory_bound_sentence", "decode_goals_sentence", "decode_peers_sentence", "bf16_sentence",
                      "bf16_error_sentence", "simplex_sentence", "cache_sentence", "run_to_run_sentence", "peers_table", "details_table", "machine_table",
                      "decode_table"):

@@ -13,6 +13,7 @@ wait idle on their pipes.
 import atexit
 import multiprocessing
 
+DESCRIPTION = "each implementation timed in a worker process of its own (attncore.bench.isolated)"
 _WORKERS = {}  # implementation name -> _Worker
 
 

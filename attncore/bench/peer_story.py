@@ -303,6 +303,31 @@ def machine_sentence(pub):
             f"threads: {busy} when it started.")
 
 
+def _method(settings, machine):
+    """How one run timed its calls: where the implementations ran, and their thread pools."""
+    env = machine.get("env") or {}
+    if settings.get("processes"):
+        where = "each implementation in a worker process of its own, so no two libraries' thread pools met"
+        spin = env.get("GOMP_SPINCOUNT")
+        pools = (f", and OpenMP's workers spun {int(spin):,} times after a call before they slept (GOMP_SPINCOUNT)"
+                 if spin else "")
+    else:
+        where = "every implementation in one process"
+        pools = (", and OpenMP's workers slept as soon as a call ended (OMP_WAIT_POLICY=PASSIVE)"
+                 if env.get("OMP_WAIT_POLICY") == "PASSIVE" else "")
+    return (f"{where}{pools}; a pause of {settings['pause_s'] * 1e3:g} ms came before each timed call and its "
+            f"untimed call")
+
+
+def method_sentence(pub):
+    """How the run (or each of the two runs) timed its calls."""
+    peers = _method(pub["peers"]["settings"], pub["peers"]["machine"])
+    decode = _method(pub["decode"]["decode"]["settings"], pub["decode"]["machine"])
+    if one_run(pub) or peers == decode:
+        return f"{'The run' if one_run(pub) else 'Both runs'} timed {peers}."
+    return f"The peers' run timed {peers}. The decoding run timed {decode}."
+
+
 # ------------------------------------------------------------------ decoding
 
 def decode_rows(pub, impl="jit"):
