@@ -38,7 +38,7 @@ def published(name=PUBLISHED):
 
 __all__ = [
     "IMPLS", "PAUSE", "PUBLISHED", "THREAD_ENV", "asm", "available", "bandwidth", "blas_threads", "compile_cost",
-    "decode", "float64_reference", "flops", "info", "inputs", "isa_flags", "isolated", "load_average", "lookup", "naive_bytes",
-    "peer_ratios", "peers", "published", "ratios", "read_bandwidth", "rss", "run", "sgemm_rate", "skip_reason",
-    "story", "theoretical_peak", "time_size", "torch_backend", "traced",
+    "decode", "float64_reference", "flops", "info", "inputs", "isa_flags", "isolated", "load_average", "lookup",
+    "naive_bytes", "peer_ratios", "peers", "published", "ratios", "read_bandwidth", "rss", "run", "sgemm_rate",
+    "skip_reason", "story", "theoretical_peak", "time_size", "torch_backend", "traced",
 ]

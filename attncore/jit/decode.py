@@ -48,8 +48,16 @@ from .compiling import _compute_dtype, _jit, _parallel_jit
 from .decode_microkernels import ROWS, _accumulate_block, _block_sizes, _prefetch_rows, _scores_block, fits
 from .exponential import LN2, LOG2E, _exp2
 from .isa import PATHS, _resolve_path, _tile_cols, _tile_rows
-from .layout import (_batch_index, _check_scores, _far_from_overflow, _flatten, _mask_panel, _panel_keys, _remembered,
-                     _round_up)
+from .layout import (
+    _batch_index,
+    _check_scores,
+    _far_from_overflow,
+    _flatten,
+    _mask_panel,
+    _panel_keys,
+    _remembered,
+    _round_up,
+)
 from .microkernels import PRODUCT_MAX, PRODUCT_RESCALE, PRODUCT_ZERO, _max_in_product, _softmax_tile, _tile_product
 from .schedule import BLOCK_K
 

@@ -9,7 +9,6 @@ arguments and lays them out for it.
 """
 import math
 
-import numba
 import numpy as np
 from llvmlite import ir
 from numba import prange, types
