@@ -79,7 +79,10 @@ class _Worker:
         return reply[0] if len(reply) == 1 else tuple(reply)
 
     def close(self):
-        self._connection.send(None)
+        try:
+            self._connection.send(None)
+        except OSError:  # the worker is gone already (it died, or never started)
+            pass
         self._process.join(timeout=10)
         self._connection.close()
 
