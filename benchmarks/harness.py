@@ -18,9 +18,9 @@ and jit's own bfloat16 products (precision="bf16", vdpbf16ps where the CPU has i
 "bf16_emulated"), timed like a peer, so their row is bf16 time / float32 time;
 checked against float64 before it is timed; a peer that is missing or errs beyond its bound is
 a row with the reason. Each implementation runs in a worker process of its own, with its
-runtime's defaults (attncore.bench.isolated), so no two thread pools meet in one process;
-every timed call comes after a pause (--pause) that lets the previous call's thread pools go
-idle; peer/jit is the median over the rounds of the ratio within a round.
+stopped while another one is timed (attncore.bench.isolated), so no two thread pools meet;
+every timed call comes after a pause (--pause) and an untimed call; peer/jit is the median
+over the rounds of the ratio within a round.
 Results go to --out as JSON with the machine description (CPU, ISA, sgemm peak, bandwidth).
 """
 import argparse
@@ -37,7 +37,6 @@ from attncore.bench import peer_story, timing
 SIZES = (512, 1024, 2048, 4096, 8192, 16384)
 QUICK_SIZES = (256, 512, 1024)
 OUT = Path(__file__).parent / "out" / "results.json"
-PAUSE = 0.1  # seconds: longer than every pool's spinning after a call (OpenMP's 33 ms: benchmarks/__init__.py)
 
 
 def parse_args(argv=None):
@@ -50,8 +49,8 @@ def parse_args(argv=None):
     parser.add_argument("--numpy-flash-max", type=int, default=2048, help="largest N for the NumPy tiles")
     parser.add_argument("--no-rss", action="store_true", help="skip the per-call subprocess RSS measurement")
     parser.add_argument("--no-compile-check", action="store_true", help="skip the Numba cache check")
-    parser.add_argument("--pause", type=float, default=PAUSE,
-                        help=f"seconds of sleep before each timed call, so no thread pool still spins (default {PAUSE})")
+    parser.add_argument("--pause", type=float, default=timing.PAUSE,
+                        help=f"seconds of sleep before each timed call, so no thread pool still spins (default {timing.PAUSE})")
     parser.add_argument("--decode", action="store_true", help="also the decode scenario (attncore.bench.decode)")
     parser.add_argument("--decode-only", action="store_true", help="the decode scenario alone")
     parser.add_argument("--decode-long", action="store_true", help=f"decode also at T_k = {bench.decode.LONG_T_K}")
@@ -242,6 +241,7 @@ def main(argv=None):
                                              "repeats": args.repeats, "naive_budget_gib": args.naive_budget_gib,
                                              "numpy_flash_max": args.numpy_flash_max, "pause_s": args.pause,
                                              "threads": threads, "processes": bench.isolated.DESCRIPTION,
+                                             "worker_env": bench.isolated.WORKER_ENV,
                                              "error_bounds": {name: bench.peers.PEERS[name].tolerance
                                                               for name in bench.peers.PEER_NAMES}}}
     if not args.no_compile_check and not args.decode_only:

@@ -10,8 +10,15 @@ from attncore.bench import impls, isolated, peers, timing
 
 
 def where_it_runs(value):
-    """A call that returns value, with the process it was prepared in as its details."""
-    return peers.Call(lambda: np.float32(value), lambda out: out, {"pid": os.getpid()})
+    """A call that returns value, with the process it was prepared in and its OpenMP wait
+    policy as its details."""
+    return peers.Call(lambda: np.float32(value), lambda out: out,
+                      {"pid": os.getpid(), "wait_policy": os.environ.get("OMP_WAIT_POLICY")})
+
+
+def state(pid):
+    """The process's state letter in /proc (R running, S sleeping, T stopped)."""
+    return open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[0]
 
 
 def refuses(why):
@@ -33,6 +40,19 @@ def test_a_call_is_prepared_and_timed_in_its_own_process(workers):
     cpu = []
     seconds = timing.timed(second, pause=0.01, cpu=cpu)  # the pause, untimed call and timed call, there
     assert seconds > 0 and len(cpu) == 1 and cpu[0] >= 0
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/stat"), reason="no /proc here: the stopped state not checked")
+def test_workers_spin_between_calls_and_are_stopped_while_another_is_timed(workers):
+    """OpenMP's pools spin in the workers (ACTIVE), so each worker runs only while it prepares
+    or times its own call; the harness's environment is left as it was."""
+    before = os.environ.get("OMP_WAIT_POLICY")
+    call = workers.prepare("here", where_it_runs, 1.0)
+    other = workers.prepare("there", where_it_runs, 2.0)
+    assert call.details["wait_policy"] == isolated.WORKER_ENV["OMP_WAIT_POLICY"] == "ACTIVE"
+    assert os.environ.get("OMP_WAIT_POLICY") == before
+    timing.timed(call, pause=0)
+    assert state(call.details["pid"]) == state(other.details["pid"]) == "T"
 
 
 def test_a_failure_in_the_worker_is_reported_with_its_type_and_message(workers):

@@ -205,4 +205,4 @@ def test_pause_is_a_setting_of_the_results(tmp_path):
 
     args = harness.parse_args(["--pause", "0.2", "--decode-long", "--out", str(tmp_path / "r.json")])
     assert args.pause == 0.2 and args.decode and args.decode_t_k == (*decode.T_KS, decode.LONG_T_K)
-    assert harness.parse_args([]).pause == harness.PAUSE and not harness.parse_args([]).decode
+    assert harness.parse_args([]).pause == timing.PAUSE and not harness.parse_args([]).decode

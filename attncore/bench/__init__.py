@@ -14,7 +14,7 @@ call under 2 ms often ran on one thread. OpenMP's default policy was worse in on
 with torch's and Numba's OpenMP runtimes together, torch at N = 1024 took 8 ms instead of
 1-2 in most rounds, and jit timed after torch 12 ms instead of 2 (measured 2026-12-02, the
 50 ms pause before each call kept). So the harness times each implementation in a process
-of its own with its runtime's defaults (isolated), where neither price is paid.
+of its own, the others stopped meanwhile, with OpenMP's workers spinning (isolated).
 """
 import json
 from importlib import resources

@@ -114,7 +114,8 @@ def run(t_ks=T_KS, t_qs=T_QS, names=NAMES, repeats=5, pause=timing.PAUSE, thread
     return {"roof": roof, "rows": rows, "settings": {"h_q": h_q, "h_kv": h_kv, "d": d, "batch": 1, "t_ks": list(t_ks),
                                                     "t_qs": list(t_qs), "repeats": repeats, "pause_s": pause,
                                                     "threads": threads, "dtype": "float32",
-                                                    "processes": isolated.DESCRIPTION if isolate else None}}
+                                                    "processes": isolated.DESCRIPTION if isolate else None,
+                                                    "worker_env": isolated.WORKER_ENV if isolate else None}}
 
 
 def chunk_over_single(rows, impl, t_k):

@@ -1,19 +1,29 @@
-"""Each implementation timed in a process of its own, as a user runs it.
+"""Each implementation timed in a process of its own, the others stopped meanwhile.
 
 In one process the thread pools of the implementations meet: torch's and Numba's OpenMP
 runtimes slowed each other 3-8 times on the course machine, and the setting that kept them
 apart (OMP_WAIT_POLICY=PASSIVE, attncore.bench.THREAD_ENV) put every OpenMP worker to sleep
 between the untimed and the timed call, so on a VM the timed call often ran on one thread
-(a worker woke 0.7-5 ms late). A worker process per implementation, spawned with the
-caller's environment and so with each runtime's defaults, has neither problem. The harness
-still orders the rounds (attncore.bench.timing.rounds): it asks one worker at a time for a
-timed call (the pause, an untimed call, the timed call, all in the worker) while the others
-wait idle on their pipes.
+(a worker woke 0.7-5 ms late). Even alone in its process, torch's pool slept between calls
+at OpenMP's default policy, and half of its calls at N = 1024 took 5-8 ms instead of 1.
+
+So each implementation gets a worker process, spawned with OMP_WAIT_POLICY=ACTIVE
+(WORKER_ENV): OpenMP's workers spin between calls, as the pools of TBB (OpenVINO) and ONNX
+Runtime do by default, and no call pays a wake-up. A spinning pool must not take a core
+from another implementation's call, so every worker is stopped (SIGSTOP) except while it
+prepares or times its own call. The harness still orders the rounds
+(attncore.bench.timing.rounds): it wakes one worker at a time for a timed call (the pause,
+an untimed call and the timed call, all in the worker).
 """
 import atexit
+import contextlib
 import multiprocessing
+import os
+import signal
 
-DESCRIPTION = "each implementation timed in a worker process of its own (attncore.bench.isolated)"
+DESCRIPTION = ("each implementation timed in a worker process of its own, the others stopped meanwhile "
+               "(attncore.bench.isolated)")
+WORKER_ENV = {"OMP_WAIT_POLICY": "ACTIVE"}  # the workers' environment, over the caller's
 _WORKERS = {}  # implementation name -> _Worker
 
 
@@ -68,23 +78,56 @@ class _Worker:
         context = multiprocessing.get_context("spawn")  # a fresh interpreter: no pool of ours inherited
         self._connection, child = context.Pipe()
         self._process = context.Process(target=_serve, args=(child,), daemon=True)
-        self._process.start()
+        with _environment(WORKER_ENV):  # read by the runtimes as the worker loads them
+            self._process.start()
         child.close()
 
     def ask(self, *message):
-        self._connection.send(message)
-        status, *reply = self._connection.recv()
+        """Send message, wait for the reply; the worker runs only meanwhile."""
+        self._signal(signal.SIGCONT)
+        try:
+            self._connection.send(message)
+            status, *reply = self._connection.recv()
+        finally:
+            self._stop()
         if status == "failed":
             raise Failed(reply[0])
         return reply[0] if len(reply) == 1 else tuple(reply)
 
     def close(self):
+        self._signal(signal.SIGCONT)
         try:
             self._connection.send(None)
         except OSError:  # the worker is gone already (it died, or never started)
             pass
         self._process.join(timeout=10)
         self._connection.close()
+
+    def _signal(self, number):
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(self._process.pid, number)
+
+    def _stop(self):
+        """SIGSTOP, and wait until every thread of the worker has stopped (not when it is gone)."""
+        if self._process.is_alive():
+            self._signal(signal.SIGSTOP)
+            with contextlib.suppress(ChildProcessError):
+                os.waitpid(self._process.pid, os.WUNTRACED)
+
+
+@contextlib.contextmanager
+def _environment(values):
+    """os.environ with values set, for the processes started inside (then as it was)."""
+    saved = {name: os.environ.get(name) for name in values}
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
 
 
 def _serve(connection):

@@ -307,10 +307,11 @@ def _method(settings, machine):
     """How one run timed its calls: where the implementations ran, and their thread pools."""
     env = machine.get("env") or {}
     if settings.get("processes"):
-        where = "each implementation in a worker process of its own, so no two libraries' thread pools met"
-        spin = env.get("GOMP_SPINCOUNT")
-        pools = (f", and OpenMP's workers spun {int(spin):,} times after a call before they slept (GOMP_SPINCOUNT)"
-                 if spin else "")
+        where = ("each implementation in a worker process of its own, stopped while another was timed, so no two "
+                 "libraries' thread pools met")
+        policy = (settings.get("worker_env") or {}).get("OMP_WAIT_POLICY") or env.get("OMP_WAIT_POLICY")
+        pools = (", and OpenMP's workers spun between calls (OMP_WAIT_POLICY=ACTIVE), as TBB's and ONNX Runtime's "
+                 "do by default" if policy == "ACTIVE" else "")
     else:
         where = "every implementation in one process"
         pools = (", and OpenMP's workers slept as soon as a call ended (OMP_WAIT_POLICY=PASSIVE)"
