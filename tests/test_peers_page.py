@@ -345,11 +345,20 @@ def test_decode_table_prints_the_rows(pub):
         assert row[8] == f"{ps.chunk_ratio(pub, t_k):.2f}"
 
 
+def test_a_value_beside_its_goal_never_reads_as_the_goal_when_it_misses():
+    assert ps.beside_goal(0.696, 0.7, 0, percent=True) == "69.6%"
+    assert ps.beside_goal(0.7, 0.7, 0, percent=True) == "70%" and ps.beside_goal(0.66, 0.7, 0, percent=True) == "66%"
+    assert ps.beside_goal(1.3049, 1.3, 2) == "1.305" and ps.beside_goal(3.51, 4, 2) == "3.51"
+
+
 def test_decode_goals_follow_the_numbers(pub):
     text = ps.decode_goals_sentence(pub)
-    goals = {"read bandwidth": ("read_fraction", lambda v: v >= ps.GOALS["read_share"], "{:.0%}"),
-             "enable_gqa": ("torch_over_this", lambda v: v >= ps.GOALS["over_torch"], "{:.2f}"),
-             "T_q = 4 within": (None, lambda v: v <= ps.GOALS["chunk_over_single"], "{:.2f}")}
+    goals = {"read bandwidth": ("read_fraction", lambda v: v >= ps.GOALS["read_share"],
+                                lambda v: ps.beside_goal(v, ps.GOALS["read_share"], 0, percent=True)),
+             "enable_gqa": ("torch_over_this", lambda v: v >= ps.GOALS["over_torch"],
+                            lambda v: ps.beside_goal(v, ps.GOALS["over_torch"], 2)),
+             "T_q = 4 within": (None, lambda v: v <= ps.GOALS["chunk_over_single"],
+                                lambda v: ps.beside_goal(v, ps.GOALS["chunk_over_single"], 2))}
     clauses = text.rstrip(".").split("; ")
     assert len(clauses) == 3
     for clause, (key, meets, spec) in zip(clauses, goals.values()):
@@ -358,7 +367,10 @@ def test_decode_goals_follow_the_numbers(pub):
             for t_k, shown in zip(t_ks, values.split(", ")):
                 v = ps.chunk_ratio(pub, t_k) if key is None else next(
                     r[key] for r in ps.decode_rows(pub) if (r["t_k"], r["t_q"]) == (t_k, 1))
-                assert shown == spec.format(v) and meets(v) == (verdict == "met"), clause
+                assert shown == spec(v) and meets(v) == (verdict == "met"), clause
+                goal = {"read bandwidth": ps.GOALS["read_share"], "enable_gqa": ps.GOALS["over_torch"],
+                        "T_q = 4 within": ps.GOALS["chunk_over_single"]}[next(g for g in goals if goals[g][0] == key)]
+                assert meets(v) or shown != spec(goal), f"a miss printed as the goal itself: {clause}"
         assert ("every T_k measured" in clause) == (not ("met at T_k" in clause and "missed at T_k" in clause))
 
 

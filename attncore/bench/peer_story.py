@@ -369,6 +369,15 @@ def decode_table(pub):
     return rows
 
 
+def beside_goal(value, goal, digits, percent=False):
+    """value with `digits` decimals, or more while it would read as the goal itself: 69.6%
+    is not printed as 70% beside a goal of 70% that it misses."""
+    show = lambda x, n: f"{x:.{n}%}" if percent else f"{x:.{n}f}"
+    while value != goal and show(value, digits) == show(goal, digits) and digits < 6:
+        digits += 1
+    return show(value, digits)
+
+
 def _goal_clause(what, values, meets):
     """'met at T_k = a and b (x, y); missed at T_k = c (z)' for values {t_k: (value, text)}."""
     met = [t for t, (v, _) in values.items() if meets(v)]
@@ -389,11 +398,11 @@ def decode_goals_sentence(pub):
     for t_k in t_ks(pub):
         s, o, c = _decode(pub, "jit", t_k, 1, "read_fraction"), _decode(pub, "jit", t_k, 1, "torch_over_this"), chunk_ratio(pub, t_k)
         if s is not None:
-            share[t_k] = (s, f"{s:.0%}")
+            share[t_k] = (s, beside_goal(s, GOALS["read_share"], 0, percent=True))
         if o is not None:
-            over[t_k] = (o, f"{o:.2f}")
+            over[t_k] = (o, beside_goal(o, GOALS["over_torch"], 2))
         if c is not None:
-            chunk[t_k] = (c, f"{c:.2f}")
+            chunk[t_k] = (c, beside_goal(c, GOALS["chunk_over_single"], 2))
     return ("; ".join([
         _goal_clause(f"At least {GOALS['read_share']:.0%} of the read bandwidth with T_q = 1", share,
                      lambda v: v >= GOALS["read_share"]),
