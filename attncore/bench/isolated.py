@@ -42,7 +42,9 @@ def describe(error):
 
 class Call:
     """A prepared call in a worker: result() (computed once, at preparation), details, and
-    timed(pause) -> (seconds, CPU seconds of the worker process) of one timed call."""
+    timed(pause) -> (seconds, CPU seconds of the worker process) of one timed call. The CPU
+    seconds count the pool's spinning too: with OMP_WAIT_POLICY=ACTIVE an OpenMP pool shows
+    about its thread count over the wall time even when one thread did the work."""
 
     def __init__(self, worker, out, details):
         self._worker, self._out, self.details = worker, out, details
@@ -65,7 +67,7 @@ def prepare(name, make, *args):
 
 
 def close():
-    """Stop every worker (the harness calls it at the end; atexit too)."""
+    """End every worker process (the harness calls it at the end; atexit too)."""
     while _WORKERS:
         _WORKERS.popitem()[1].close()
 
