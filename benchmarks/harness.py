@@ -149,8 +149,8 @@ def decode_table(dec):
             print(f"  T_k = {r['t_k']}, T_q = {r['t_q']}, {r['impl']}: {r['note']}")
     print("GB/s: bytes of K and V read once over the median time; %read, %copy: of the measured roofs.\n"
           "torch/x: torch's time over this one's, the median over paired rounds.\n"
-          "cpu/wall: the process's CPU seconds over wall seconds of the call (about the threads used when the\n"
-          "cores are free; less when other jobs take them).")
+          "cpu/wall: the worker process's CPU seconds over wall seconds of the call (about the threads used when\n"
+          "the cores are free, spinning ones too: an OpenMP pool spins; less when other jobs take them).")
 
 
 def print_table(results):
