@@ -230,7 +230,12 @@ def value_headroom(v: FloatArray, t_k: int, work: DTypeLike) -> float:
     numbers, where attention's normalised weights @ v never overflows in the first place."""
     if v.size == 0:
         return 1.0
-    return headroom(max(float(v.max()), -float(v.min())), t_k, work)
+    return headroom(largest_magnitude(v), t_k, work)
+
+
+def largest_magnitude(x: FloatArray) -> float:
+    """max |x| of a non-empty array, from its max and min (no |x| temporary)."""
+    return max(float(x.max()), -float(x.min()))
 
 
 def headroom(v_max: float, t_k: int, work: DTypeLike) -> float:

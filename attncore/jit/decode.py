@@ -42,7 +42,7 @@ import numba
 import numpy as np
 from numba import prange
 
-from .._checks import check_qkv, positive_int, prepare_attention, value_headroom
+from .._checks import check_qkv, largest_magnitude, positive_int, prepare_attention, value_headroom
 from .atomics import _take_next
 from .compiling import _compute_dtype, _jit, _parallel_jit
 from .decode_microkernels import ROWS, _accumulate_block, _block_sizes, _prefetch_rows, _scores_block, fits
@@ -397,7 +397,7 @@ def _check_decode_scores(q, k, v, layout):
     scores formed, to name the query and key that overflow."""
     if q.size == 0 or k.size == 0:
         return
-    q_max, k_max = max(float(q.max()), -float(q.min())), max(float(k.max()), -float(k.min()))
+    q_max, k_max = largest_magnitude(q), largest_magnitude(k)
     if _far_from_overflow(q_max, k_max, q.shape[-1], layout):
         return
     check_qkv(q, k, v)  # NaN or inf first, named

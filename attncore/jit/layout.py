@@ -13,7 +13,7 @@ from typing import NamedTuple
 import numba
 import numpy as np
 
-from .._checks import causal_allowed, check_qkv, positive_int, prepare_attention, scores
+from .._checks import causal_allowed, check_qkv, largest_magnitude, positive_int, prepare_attention, scores
 from .bf16 import products, round_to_bf16
 from .compiling import _compute_dtype, _jit
 from .exponential import LN2, LOG2E
@@ -240,7 +240,7 @@ def _check_scores(q, k, v, layout, chunk=256):
     """
     if q.size == 0 or k.size == 0:
         return
-    q_max, k_max = max(float(q.max()), -float(q.min())), max(float(k.max()), -float(k.min()))
+    q_max, k_max = largest_magnitude(q), largest_magnitude(k)
     if _far_from_overflow(q_max, k_max, q.shape[-1], layout):
         return
     factor = float(layout.scale) * LOG2E
