@@ -1,5 +1,6 @@
 """attncore.jit.decode_attention: grouped-query heads, each kv head read once, keys split across
 threads and merged by their log-sum-exp (Flash-Decoding), against a plain-loops float64 reference."""
+import functools
 import math
 
 import numpy as np
@@ -204,11 +205,12 @@ def test_bad_arguments_raise():
         jit.decode_attention(q, k, v)
 
 
-def _uses_rows(q, k, v, **kwargs):
+def _kernels(q, k, v, **kwargs):
+    """(scores by rows, weights times V by rows): which micro-kernels decode_attention takes."""
     import attncore.jit.decode as decode
 
     layout = decode._layout(q, k, v, kwargs.get("causal", False), jit.BLOCK_K, None, None, kwargs.get("path"))
-    return layout.settings.by_rows
+    return layout.settings.scores_by_rows, layout.settings.values_by_rows
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
@@ -217,7 +219,7 @@ def test_the_by_rows_kernel_checks_only_on_an_alarm_and_keeps_the_contract(dtype
     overflowing score or a value near the top of the range raises its alarm, and then the
     checks name it, or v is scaled by a power of two, as everywhere else."""
     q, k, v = _inputs(1, 4, 2, 2, 37, 16, 64, dtype, seed=6)
-    assert _uses_rows(q, k, v) and not _uses_rows(q, k, v, path="loops")
+    assert _kernels(q, k, v) == (True, True) and _kernels(q, k, v, path="loops") == (False, False)
     for argument, bad in [("q", np.nan), ("k", np.inf), ("v", np.nan), ("v", -np.inf)]:
         arrays = {"q": q.copy(), "k": k.copy(), "v": v.copy()}
         arrays[argument][0, 1, 1, 3] = bad
@@ -251,20 +253,57 @@ def test_keys_no_query_sees_are_still_checked():
         jit.decode_attention(q, k, v, causal="top_left")
 
 
-def test_the_two_kernels_agree():
-    """d = 16, d_v = 64: the by-rows micro-kernels; the flash driver's (vectors along queries) when
-    decode.fits says no: the same results to rounding."""
+@pytest.mark.parametrize("t_q, kernels", [(1, (True, True)), (3, (False, True)), (5, (False, True))])
+def test_the_kernels_agree(t_q, kernels):
+    """d = 16, d_v = 64, G = 4: 4 packed rows fill at most half a vector's lanes (float32 on
+    AVX-512: 16), so scores and weights go by rows (vectors along d); 12 and 20 rows (one
+    panel, two) take the flash driver's scores in the lanes and the weights times V by rows;
+    the flash driver's micro-kernels for both when decode.fits says no. Each matches the
+    loops, and they agree to rounding."""
     import attncore.jit.decode as decode
 
-    q, k, v = _inputs(1, 12, 3, 3, 150, 16, 64, seed=8)
-    rows = jit.decode_attention(q, k, v, causal="bottom_right", block_k=32, splits=3)
+    q, k, v = _inputs(1, 12, 3, t_q, 150, 16, 64, seed=8 + t_q)
+    if jit.host_path() == "avx512":
+        assert _kernels(q, k, v, causal="bottom_right") == kernels
+    ours = assert_matches(q, k, v, "bottom_right", block_k=32, splits=3)[0]
     fits = decode.fits
     try:
         decode.fits = lambda *args: False
-        panels = jit.decode_attention(q, k, v, causal="bottom_right", block_k=32, splits=3)
+        assert _kernels(q, k, v, causal="bottom_right") == (False, False)
+        panels = assert_matches(q, k, v, "bottom_right", block_k=32, splits=3)[0]
     finally:
         decode.fits = fits
-    np.testing.assert_allclose(rows, panels, rtol=0, atol=1e-6)
+    np.testing.assert_allclose(ours, panels, rtol=0, atol=1e-6)
+
+
+@functools.cache
+def _row_max_kernel():
+    import numba
+
+    from attncore.jit.decode_microkernels import _row_max
+
+    return numba.njit(lambda x, n, seen, top, shape: _row_max(x, n, seen, top, shape))
+
+
+def _row_max_of(*args):
+    return _row_max_kernel()(*args)
+
+
+@given(st.sampled_from([np.float32, np.float64]).flatmap(lambda dtype: st.tuples(
+    st.lists(st.floats(width=np.finfo(dtype).bits, allow_nan=True, allow_infinity=True), max_size=80).map(
+        lambda entries: np.array(entries, dtype)),
+    st.floats(width=np.finfo(dtype).bits, allow_nan=False).map(dtype), st.data())))
+def test_the_row_max_takes_the_seen_keys_and_raises_the_alarm_for_any_key(case):
+    """_row_max (a vector at a time, a scalar tail): the max of top and x[:seen] (NaN skipped:
+    then the alarm is raised and the max not used), and whether x[:n] holds NaN or +-inf,
+    entries past n ignored."""
+    x, top, data = case
+    n = data.draw(st.integers(0, x.size))
+    seen = data.draw(st.integers(0, n))
+    got_top, alarm = _row_max_of(x, n, seen, top, jit.PATHS[jit.host_path()].narrow)
+    assert alarm == (not np.isfinite(x[:n]).all())
+    kept = x[:seen][~np.isnan(x[:seen])]
+    assert got_top == max(top, kept.max(initial=-np.inf))
 
 
 def test_k_is_not_copied_when_it_is_ready():

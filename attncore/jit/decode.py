@@ -6,9 +6,15 @@ K and V once and does little arithmetic with each: the memory bus sets the time.
 * One kv head, read once, for its G query heads. Query head h reads kv head h // G
   (attncore.kv_head_map); the G heads x T_q queries of a kv head are packed into the
   lanes of the micro-kernel's panel, query-major: packed row rho = t * G + g is query t
-  of head h * G + g. K and V stream once through the same micro-kernels as the flash
-  driver (microkernels.py), one vector of queries wide (TileShape.narrow) when the
-  G * T_q rows fit in one vector, so T_q = 4 costs what T_q = 1 does.
+  of head h * G + g. K and V stream once, through one of three pairs of micro-kernels:
+
+  - few rows (at most half a vector's lanes: T_q = 1, G = 4): scores and weights times V
+    by rows, vectors along d (decode_microkernels.py; _decode_rows), where a panel of
+    query lanes would stay mostly empty;
+  - more rows: the flash driver's scores and softmax, a panel of nr rows in the lanes
+    (microkernels.py; no transposing sums), and the weights times V by rows (_decode_split);
+  - d or d_v that the by-rows kernels do not take (decode_microkernels.fits): the flash
+    driver's micro-kernels for both, V read transposed.
 * Causal, bottom-right (decoding): query t sees key j when j <= t + offset; packed
   query-major, the lanes that hide key j are the first G * (j - offset) of the rows,
   one contiguous cut, as in the flash driver.
@@ -20,10 +26,11 @@ K and V once and does little arithmetic with each: the memory bus sets the time.
       M = max_s m_s,   L = sum_s l_s 2^(m_s - M),   out = sum_s 2^(m_s - M) acc_s / L,
       lse = M ln 2 + log L   (-inf and a zero row when L = 0: no key seen).
 
-* The bus must never wait for the arithmetic: as it scores a block of keys, the by-rows kernel
-  asks the CPU (a prefetch hint) for the K rows PREFETCH_KEYS ahead and for the V rows of
-  the block, which the weights' step reads after the tile's softmax. Measured on the course
-  machine (2 threads, T_k = 32768 and 131072): 56% of the read bandwidth without, 64% with.
+* The bus must never wait for the arithmetic: as it scores a block of keys, the kernels
+  that take V by rows ask the CPU (a prefetch hint) for the K rows PREFETCH_KEYS ahead and
+  for the V rows of the block, which the weights' step reads after the tile's softmax.
+  Measured on the course machine (2 threads, T_k = 32768 and 131072): 56% of the read
+  bandwidth without, 64% with.
 * No pass over K and V but the kernel's: a task that meets a score that is NaN or +-inf
   raises an alarm, and only then do the checks run (naming the argument, the overflowing
   score, or scaling v into range), as in flash_attention.
@@ -45,7 +52,15 @@ from numba import prange
 from .._checks import check_qkv, largest_magnitude, positive_int, prepare_attention, value_headroom
 from .atomics import _take_next
 from .compiling import _compute_dtype, _jit, _parallel_jit
-from .decode_microkernels import ROWS, _accumulate_block, _block_sizes, _prefetch_rows, _scores_block, fits
+from .decode_microkernels import (
+    ROWS,
+    _accumulate_block,
+    _block_sizes,
+    _prefetch_rows,
+    _row_max,
+    _scores_block,
+    fits,
+)
 from .exponential import LN2, LOG2E, _exp2
 from .isa import PATHS, _resolve_path, _tile_cols, _tile_rows
 from .layout import (
@@ -79,7 +94,8 @@ class _DecodeSettings(NamedTuple):
     split_keys: int  # keys per split, a multiple of block_k
     splits: int  # splits per kv head group: ceil(k_end / split_keys), at least 1
     threads: int  # prange iterations of _decode, one per thread
-    by_rows: bool  # the micro-kernels of decode_microkernels.py (vectors along d), else those of the flash driver
+    scores_by_rows: bool  # the scores too by rows (_decode_rows), else in the lanes of a panel (_decode_split)
+    values_by_rows: bool  # weights times V by rows (decode_microkernels.py: vectors along d_v)
 
 
 class _Heads(NamedTuple):
@@ -123,12 +139,18 @@ def _decode_split(q, k, v, k_start, k_stop, acc_t, m, l, settings, shape):
     -> acc_t (panels, d_vp, nr), m and l (panels, nr): the online softmax of those keys
     (log2 units; m = -inf, l = 0, acc = 0 for a row that sees none of them).
     Returns True if a score (masked or not) is NaN or +-inf: see decode_attention.
+
+    The scores and weights are the flash driver's: a panel of nr packed rows in the lanes.
+    With settings.values_by_rows the weights times V run by rows (_accumulate_block: each
+    row of v read once as vectors, not v transposed), and K and V are asked for ahead.
     """
     group, t_q, t_k, scale = settings.group, settings.t_q, settings.t_k, settings.scale
     causal, offset, block_k = settings.causal, settings.offset, settings.block_k
+    by_rows = settings.values_by_rows
     rows, d, dtype = group * t_q, q.shape[2], q.dtype
     mr, nr = _tile_rows(shape), _tile_cols(shape, q)
     panels, d_vp = acc_t.shape[0], v.shape[1]
+    _, _, _, cb = _block_sizes(shape, q)
     v_t = v.T
     q_t = np.zeros((panels, d, nr), dtype)  # scaled queries, transposed, packed rho = t * G + g
     for t in range(t_q):
@@ -139,6 +161,7 @@ def _decode_split(q, k, v, k_start, k_stop, acc_t, m, l, settings, shape):
     acc_t[:] = 0
     m[:] = -np.inf
     l[:] = 0
+    acc = np.zeros((panels if by_rows else 0, nr, d_vp), dtype)  # by rows: each panel's rows of acc
     s_t = np.empty((_round_up(block_k, mr), nr), dtype)  # a tile's scores, then weights
     tail = np.zeros((mr, d), dtype)  # the last keys of k, zero-padded to mr rows
     shift = np.empty(nr, dtype)
@@ -155,6 +178,8 @@ def _decode_split(q, k, v, k_start, k_stop, acc_t, m, l, settings, shape):
             shift[:] = m[p]
             mode = PRODUCT_MAX if in_product else PRODUCT_ZERO
             for r0 in range(0, n_pad, mr):
+                if by_rows and p == 0:
+                    _prefetch_ahead(k, v, k0 + r0, mr)
                 if k0 + r0 + mr <= t_k:
                     _tile_product(k, k0 + r0, 0, q_p, s_t, r0, d, shift, mode, shape)
                 else:  # past the end of k: its last rows, zero-padded (masked below)
@@ -166,9 +191,30 @@ def _decode_split(q, k, v, k_start, k_stop, acc_t, m, l, settings, shape):
             if masked:  # keys past the split or padding; packed rows rho < G (k0 + j - offset)
                 _mask_panel(s_t, n, n_pad, k0, 0, rho0, causal, offset, group)
             _softmax_tile(s_t, n_pad, 0 if in_product else n_pad, m[p], l[p], shift, alpha, shape)
-            for r0 in range(0, d_vp, mr):
-                _tile_product(v_t, r0, k0, s_t, acc_p, r0, n, alpha, PRODUCT_RESCALE, shape)
+            if by_rows:
+                weights = s_t.T  # (nr, keys): row rho's weights
+                for r0 in range(0, nr, ROWS):
+                    for c0 in range(0, d_vp, cb):
+                        _accumulate_block(weights, r0, v, k0, n, acc[p], c0, alpha, shape)
+            else:
+                for r0 in range(0, d_vp, mr):
+                    _tile_product(v_t, r0, k0, s_t, acc_p, r0, n, alpha, PRODUCT_RESCALE, shape)
+    if by_rows:
+        for p in range(panels):
+            acc_t[p] = acc[p].T
     return alarm
+
+
+@_jit
+def _prefetch_ahead(k, v, j, count):
+    """Ask for the K rows PREFETCH_KEYS past keys j:j + count and for those keys' V rows (read
+    after the tile's softmax): the bus must never wait for the arithmetic."""
+    t_k = k.shape[0]
+    ahead = j + PREFETCH_KEYS
+    if ahead < t_k:
+        _prefetch_rows(k, ahead, min(count, t_k - ahead))
+    if j < t_k:
+        _prefetch_rows(v, j, min(count, t_k - j))
 
 
 @_jit
@@ -178,21 +224,6 @@ def _row_alarm(x, n):
     for j in range(n):
         bad += not abs(x[j]) < np.inf
     return bad > 0
-
-
-# nnan: with NaN among x[:seen] the max is not to be trusted, but then _row_alarm has raised
-# the alarm and the result is not used (decode_attention checks and names it)
-@numba.njit(cache=True, fastmath={"nnan", "nsz", "reassoc"})
-def _row_max_vector(x, seen, top):
-    for j in range(seen):
-        top = max(top, x[j])
-    return top
-
-
-@_jit
-def _row_max(x, n, seen, top):
-    """max(top, x[:seen]), and whether x[:n] holds NaN or +-inf."""
-    return _row_max_vector(x, seen, top), _row_alarm(x, n)
 
 
 @_jit
@@ -241,13 +272,7 @@ def _decode_rows(q, k, v, k_start, k_stop, acc_t, m_out, l_out, settings, shape)
         n = min(block_k, k_stop - k0)
         n_pad = _round_up(n, kb)
         for j0 in range(0, n_pad, kb):
-            # the memory bus, not the arithmetic, sets the time: ask for K ahead of this block and
-            # for the V rows of its keys (read by _accumulate_block after the tile's softmax)
-            ahead = k0 + j0 + PREFETCH_KEYS
-            if ahead < t_k:
-                _prefetch_rows(k, ahead, min(kb, t_k - ahead))
-            if k0 + j0 < t_k:
-                _prefetch_rows(v, k0 + j0, min(kb, t_k - k0 - j0))
+            _prefetch_ahead(k, v, k0 + j0, kb)
             if k0 + j0 + kb <= t_k:
                 for r0 in range(0, rows_pad, rb):
                     _scores_block(qs, r0, k, k0 + j0, s, j0, shape)
@@ -261,9 +286,10 @@ def _decode_rows(q, k, v, k_start, k_stop, acc_t, m_out, l_out, settings, shape)
             # keys k0 + j, j < seen, are this row's: query t sees key j when j <= t + offset
             seen = n if not causal else max(0, min(n, r // group + offset - k0 + 1))
             row = s[r]
-            top, bad = _row_max(row, n, seen, m[r])
+            top, bad = _row_max(row, n, seen, m[r], shape)
             alarm |= bad
-            row[seen:n] = minus_inf
+            for j in range(seen, n):
+                row[j] = minus_inf
             shift = dtype.type(0) if top == minus_inf else top
             alpha[r] = _exp2(m[r] - shift)
             m[r] = top
@@ -330,7 +356,7 @@ def _decode(q, k, v, heads, out, lse, parts, alarms, settings, shape):
             k_start = s * split_keys
             task_args = (q[q0:q0 + group], k[heads.k_index[gi]], v[heads.v_index[gi]], k_start,
                          min(k_end, k_start + split_keys), parts.acc[task], parts.m[task], parts.l[task])
-            if settings.by_rows:
+            if settings.scores_by_rows:
                 alarms[task] = _decode_rows(*task_args, settings, shape)
             else:
                 alarms[task] = _decode_split(*task_args, settings, shape)
@@ -383,9 +409,13 @@ def _layout(q, k, v, causal, block_k, scale, splits, path):
     heads = _Heads(q_first=entries[0][e] * h_q + h * p.group, k_index=entries[1][e] * h_kv + h,
                    v_index=entries[2][e] * h_kv + h, out_first=e * h_q + h * p.group)
     by_rows = fits(shape, np.dtype(work).itemsize, p.d_k, p.d_v)
+    # by rows, every RB rows cost a transposing tree per KB keys; in the lanes, every key costs
+    # d products whether the panel's lanes are full or not: rows pays while they fill half of them
+    scores_by_rows = by_rows and rows <= nr // 2
     settings = _DecodeSettings(t_q=p.t_q, t_k=p.t_k, group=p.group, scale=work(p.scale * LOG2E),
                                causal=p.offset is not None, offset=p.offset or 0, block_k=block_k, k_end=k_end,
-                               split_keys=split_keys, splits=splits, threads=numba.get_num_threads(), by_rows=by_rows)
+                               split_keys=split_keys, splits=splits, threads=numba.get_num_threads(),
+                               scores_by_rows=scores_by_rows, values_by_rows=by_rows)
     return _DecodeLayout(batch=p.batch, t_q=p.t_q, t_k=p.t_k, d_v=p.d_v, dtype=p.dtype, work=work, scale=p.scale,
                          offset=p.offset, group=p.group, v_cols=p.d_v if by_rows else _round_up(p.d_v, shape.mr),
                          heads=heads, shape=shape, panels=-(-rows // nr), settings=settings)

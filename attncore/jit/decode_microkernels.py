@@ -9,11 +9,13 @@ queries) would leave most lanes empty.
   that holds all RB x KB scores, stored a row's KB keys at a time.
 * _accumulate_block: acc[r0:r0+4, c0:c0+CB lanes] = alpha * acc + p[r0:r0+4, :n] @ v[kk0:kk0+n, c0:...],
   4 rows x CB vectors of accumulators in registers for the n keys; each row of v is read
-  once as CB vectors, each weight broadcast once.
+  once as CB vectors, each weight broadcast once (p by rows, or the flash driver's weights
+  transposed: any strides).
 
 Both need d (d_v) to be a multiple of the vector's lanes (of CB vectors); decode.py takes the
 flash micro-kernels otherwise.
 """
+import numpy as np
 from llvmlite import ir
 from numba import types
 from numba.core import cgutils
@@ -115,7 +117,7 @@ def _accumulate_codegen(context, builder, signature, args):
                         ((p_ty, p), (v_ty, v), (acc_ty, acc), (alpha_ty, alpha)))
     r0, kk0, n, c0 = (context.cast(builder, value, t, types.intp) for t, value in
                       zip((signature.args[i] for i in (1, 3, 4, 6)), (r0, kk0, n, c0)))
-    p_row = cgutils.unpack_tuple(builder, p.strides)[0]
+    p_row, p_key = cgutils.unpack_tuple(builder, p.strides)
     v_row = cgutils.unpack_tuple(builder, v.strides)[0]
     acc_row = cgutils.unpack_tuple(builder, acc.strides)[0]
     column = builder.mul(c0, x.intp(x.itemsize))
@@ -130,7 +132,7 @@ def _accumulate_codegen(context, builder, signature, args):
     v_start = x.at(v.data, builder.add(builder.mul(kk0, v_row), column))
     with cgutils.for_range(builder, n) as loop:
         values = [x.load(x.at(v_start, builder.mul(loop.index, v_row)), c) for c in range(cb)]
-        weight = builder.mul(loop.index, x.intp(x.itemsize))
+        weight = builder.mul(loop.index, p_key)
         for i in range(ROWS):
             w = x.broadcast(x.at(p_rows[i], weight))
             for c in range(cb):
@@ -144,13 +146,65 @@ def _accumulate_codegen(context, builder, signature, args):
 @intrinsic
 def _accumulate_block(typingctx, p, r0, v, kk0, n, acc, c0, alpha, shape):
     """acc[r0 + i, c0:c0 + CB lanes] = alpha[r0 + i] acc[...] + sum_j p[r0 + i, j] v[kk0 + j, c0:...]
-    for i < ROWS, j < n; p (rows, keys), v (keys, d_v), acc (rows, d_v), alpha (rows,) C-contiguous."""
+    for i < ROWS, j < n; p (rows, keys) any strides (the flash driver's weights (keys, rows), transposed),
+    v (keys, d_v), acc (rows, d_v), alpha (rows,) C-contiguous."""
     arrays = (p, v, acc, alpha)
-    if not (isinstance(shape, _TileShapeType) and all(isinstance(a, types.Array) and a.layout == "C" for a in arrays)
+    if not (isinstance(shape, _TileShapeType) and all(isinstance(a, types.Array) for a in arrays)
+            and all(a.layout == "C" for a in arrays[1:])
             and p.ndim == v.ndim == acc.ndim == 2 and alpha.ndim == 1
             and all(isinstance(i, types.Integer) for i in (r0, kk0, n, c0)) and len({a.dtype for a in arrays}) == 1):
         return None
     return types.void(p, r0, v, kk0, n, acc, c0, alpha, shape), _accumulate_codegen
+
+
+def _row_max_codegen(context, builder, signature, args):
+    x_ty, n_ty, seen_ty, _, shape = signature.args
+    x_array, n, seen, top, _ = args
+    x = _VectorIR(context, builder, x_ty.dtype, shape)
+    data = context.make_array(x_ty)(context, builder, x_array).data
+    n, seen = (context.cast(builder, value, t, types.intp) for value, t in ((n, n_ty), (seen, seen_ty)))
+    vectors = builder.udiv(n, x.intp(x.lanes))
+
+    def splat(value):
+        undefined = ir.Constant(ir.VectorType(value.type, x.lanes), ir.Undefined)
+        return builder.shuffle_vector(builder.insert_element(undefined, value, x.intp(0)), undefined,
+                                      ir.Constant(ir.VectorType(ir.IntType(32), x.lanes), None))
+
+    def step(value, index, limit, tops, junk, zero):
+        """junk += value * 0 (NaN once a value is NaN or +-inf); tops = value where higher and index < seen."""
+        builder.store(builder.fadd(builder.load(junk), builder.fmul(value, zero)), junk)
+        current = builder.load(tops)
+        higher = builder.and_(builder.icmp_signed("<", index, limit), builder.fcmp_ordered(">", value, current))
+        builder.store(builder.select(higher, value, current), tops)
+
+    lane = ir.Constant(ir.VectorType(x.intp, x.lanes), [ir.Constant(x.intp, i) for i in range(x.lanes)])
+    tops, junk = (cgutils.alloca_once_value(builder, x.constant(value)) for value in (-np.inf, 0.0))
+    with cgutils.for_range(builder, vectors) as loop:
+        first = builder.mul(loop.index, x.intp(x.lanes))
+        step(x.load(x.at(data, builder.mul(first, x.intp(x.itemsize)))), builder.add(splat(first), lane),
+             splat(seen), tops, junk, x.constant(0.0))
+    top_slot, junk_slot = (cgutils.alloca_once_value(builder, value) for value in (top, ir.Constant(x.scalar, 0.0)))
+    with cgutils.for_range_slice(builder, builder.mul(vectors, x.intp(x.lanes)), n, x.intp(1), inc=True) as (j, _):
+        at = builder.bitcast(x.at(data, builder.mul(j, x.intp(x.itemsize))), x.scalar.as_pointer())
+        step(builder.load(at), j, seen, top_slot, junk_slot, ir.Constant(x.scalar, 0.0))
+    suffix = f"v{x.lanes}f{x.bitwidth}"
+    reduce_max, reduce_add = (cgutils.get_or_insert_function(builder.module, ir.FunctionType(x.scalar, operands), name)
+                              for operands, name in (([x.vector], f"llvm.vector.reduce.fmax.{suffix}"),
+                                                     ([x.scalar, x.vector], f"llvm.vector.reduce.fadd.{suffix}")))
+    vector_top, top = builder.call(reduce_max, [builder.load(tops)]), builder.load(top_slot)
+    top = builder.select(builder.fcmp_ordered(">", vector_top, top), vector_top, top)
+    junk = builder.call(reduce_add, [builder.load(junk_slot), builder.load(junk)])
+    return context.make_tuple(builder, signature.return_type, [top, builder.fcmp_unordered("uno", junk, junk)])
+
+
+@intrinsic
+def _row_max(typingctx, x, n, seen, top, shape):
+    """(max(top, x[:seen]), whether x[:n] holds NaN or +-inf), seen <= n, a vector at a time:
+    x (keys,) C-contiguous, top of x's dtype."""
+    if not (isinstance(shape, _TileShapeType) and isinstance(x, types.Array) and x.layout == "C" and x.ndim == 1
+            and all(isinstance(i, types.Integer) for i in (n, seen)) and top == x.dtype):
+        return None
+    return types.Tuple((x.dtype, types.boolean))(x, n, seen, top, shape), _row_max_codegen
 
 
 CACHE_LINE = 64  # bytes
