@@ -1,4 +1,4 @@
-"""The decode path's two micro-kernels, vectors along the head dimension d: few query rows
+"""The decode path's micro-kernels, vectors along the head dimension d: few query rows
 (G heads x T_q queries) against many keys, where the flash micro-kernels (vectors along
 queries) would leave most lanes empty.
 
@@ -11,9 +11,11 @@ queries) would leave most lanes empty.
   4 rows x CB vectors of accumulators in registers for the n keys; each row of v is read
   once as CB vectors, each weight broadcast once (p by rows, or the flash driver's weights
   transposed: any strides).
+* _row_max: a row's max over the keys it sees and whether any of its scores is NaN or
+  +-inf, a vector at a time (Numba's max() of floats does not vectorise: a scalar chain).
 
-Both need d (d_v) to be a multiple of the vector's lanes (of CB vectors); decode.py takes the
-flash micro-kernels otherwise.
+The first two need d (d_v) to be a multiple of the vector's lanes (of CB vectors); decode.py
+takes the flash micro-kernels otherwise.
 """
 import numpy as np
 from llvmlite import ir
@@ -171,7 +173,7 @@ def _row_max_codegen(context, builder, signature, args):
                                       ir.Constant(ir.VectorType(ir.IntType(32), x.lanes), None))
 
     def step(value, index, limit, tops, junk, zero):
-        """junk += value * 0 (NaN once a value is NaN or +-inf); tops = value where higher and index < seen."""
+        """junk += value * 0 (NaN once a value is NaN or +-inf); tops = value where higher, at index < limit."""
         builder.store(builder.fadd(builder.load(junk), builder.fmul(value, zero)), junk)
         current = builder.load(tops)
         higher = builder.and_(builder.icmp_signed("<", index, limit), builder.fcmp_ordered(">", value, current))
