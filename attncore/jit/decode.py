@@ -8,10 +8,11 @@ K and V once and does little arithmetic with each: the memory bus sets the time.
   lanes of the micro-kernel's panel, query-major: packed row rho = t * G + g is query t
   of head h * G + g. K and V stream once, through one of three pairs of micro-kernels:
 
-  - few rows (at most half a vector's lanes: T_q = 1, G = 4): scores and weights times V
-    by rows, vectors along d (decode_microkernels.py; _decode_rows), where a panel of
-    query lanes would stay mostly empty;
-  - more rows: the flash driver's scores and softmax, a panel of nr rows in the lanes
+  - rows that fit one vector's lanes (G x T_q up to 16 in float32 on AVX-512: one token,
+    a speculative chunk): scores and weights times V by rows, vectors along d
+    (decode_microkernels.py; _decode_rows), where a panel of query lanes would stay partly
+    empty;
+  - more rows: the flash driver's scores and softmax, panels of nr rows in the lanes
     (microkernels.py; no transposing sums), and the weights times V by rows (_decode_split);
   - d or d_v that the by-rows kernels do not take (decode_microkernels.fits): the flash
     driver's micro-kernels for both, V read transposed.
@@ -411,9 +412,12 @@ def _layout(q, k, v, causal, block_k, scale, splits, path):
     heads = _Heads(q_first=entries[0][e] * h_q + h * p.group, k_index=entries[1][e] * h_kv + h,
                    v_index=entries[2][e] * h_kv + h, out_first=e * h_q + h * p.group)
     by_rows = fits(shape, np.dtype(work).itemsize, p.d_k, p.d_v)
-    # by rows, every RB rows cost a transposing tree per KB keys; in the lanes, every key costs
-    # d products whether the panel's lanes are full or not: rows pays while they fill half of them
-    scores_by_rows = by_rows and rows <= nr // 2
+    # by rows, every RB rows cost a transposing tree per KB keys; in the lanes, every key costs d
+    # products whether a panel's lanes are full or not. Measured from memory (T_k = 32768, 2 threads):
+    # by rows is as fast or faster up to one vector of rows (12 rows: 17.2 against 19.5 ms; 16: 19.0
+    # against 19.6), the lanes past it, where the arithmetic sets the time (256 rows at T_k = 4096:
+    # 19.1 against 24.3 ms)
+    scores_by_rows = by_rows and rows <= nr
     settings = _DecodeSettings(t_q=p.t_q, t_k=p.t_k, group=p.group, scale=work(p.scale * LOG2E),
                                causal=p.offset is not None, offset=p.offset or 0, block_k=block_k, k_end=k_end,
                                split_keys=split_keys, splits=splits, threads=numba.get_num_threads(),
