@@ -17,7 +17,7 @@ Runtime, OpenVINO in float32 and in its default precision, JAX, each in its fast
 and jit's own bfloat16 products (precision="bf16", vdpbf16ps where the CPU has it, and
 "bf16_emulated"), timed like a peer, so their row is bf16 time / float32 time;
 checked against float64 before it is timed; a peer that is missing or errs beyond its bound is
-a row with the reason. Each implementation runs in a worker process of its own, with its
+a row with the reason. Each implementation runs in a worker process of its own,
 stopped while another one is timed (attncore.bench.isolated), so no two thread pools meet;
 every timed call comes after a pause (--pause) and an untimed call; peer/jit is the median
 over the rounds of the ratio within a round.

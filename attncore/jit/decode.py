@@ -247,7 +247,7 @@ def _row_sum(x, n):
 @_jit
 def _decode_rows(q, k, v, k_start, k_stop, acc_t, m_out, l_out, settings, shape):
     """_decode_split with the vectors along d (decode_microkernels.py): the same task and
-    results, for d a multiple of the lanes and d_v of CB vectors (settings.by_rows).
+    results, for d a multiple of the lanes and d_v of CB vectors (settings.scores_by_rows).
     Returns True if a score (masked or not) is NaN or +-inf: see decode_attention.
 
     The packed rows rho = t * G + g are the rows of qs (rows padded to ROWS), the scores

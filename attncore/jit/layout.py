@@ -13,7 +13,7 @@ from typing import NamedTuple
 import numba
 import numpy as np
 
-from .._checks import causal_allowed, check_qkv, largest_magnitude, positive_int, prepare_attention, scores
+from .._checks import causal_allowed, check_qkv, positive_int, prepare_attention, scores
 from .bf16 import products, round_to_bf16
 from .compiling import _compute_dtype, _jit
 from .exponential import LN2, LOG2E
@@ -234,14 +234,11 @@ def _check_scores(q, k, v, layout, chunk=256):
     """Raise, as attention and attncore.flash_attention do, if a score overflows the kernel's
     float type (it would come back as a silent zero row: exp2 of NaN is 0 in the kernel).
 
-    Far from overflow (_far_from_overflow: one pass over q and k) nothing more. Past it (or
-    with NaN or inf, named first) the scores are formed here, in blocks of queries: as the
-    NumPy implementations form them, then in the kernel's log2 units.
+    The callers run it only where _far_from_overflow says no (each finds the largest |q| and
+    |k| its own way). NaN or inf is named first; then the scores are formed here, in blocks
+    of queries: as the NumPy implementations form them, then in the kernel's log2 units.
     """
     if q.size == 0 or k.size == 0:
-        return
-    q_max, k_max = largest_magnitude(q), largest_magnitude(k)
-    if _far_from_overflow(q_max, k_max, q.shape[-1], layout):
         return
     factor = float(layout.scale) * LOG2E
     q, k, v = check_qkv(q, k, v)
