@@ -422,6 +422,27 @@ def test_the_kernels_pass_finds_the_largest_magnitude_and_any_nan(x):
         assert largest == (np.abs(x).max() if x.size else 0)
 
 
+
+@settings(max_examples=60, deadline=None)
+@given(path=st.sampled_from(sorted(jit.PATHS)), dtype=st.sampled_from([np.float32, np.uint32, np.float64]),
+       rows=st.integers(0, 40), cols=st.integers(0, 40), spare=st.tuples(*[st.integers(0, 3)] * 4),
+       seed=st.integers(0, 2**16))
+def test_the_block_transpose_moves_every_entry_and_no_other(path, dtype, rows, cols, spare, seed):
+    """transpose._transpose: dst[:cols, :rows] = src[:rows, :cols].T through the L x L blocks in
+    registers and the edge loop, on every path's vector width; src's other entries are not
+    read into dst, and dst's other entries keep their values."""
+    from attncore.jit.transpose import _transpose
+
+    rng = np.random.default_rng(seed)
+    words = rng.integers(0, 2**32, (rows + spare[0], cols + spare[1], 2), dtype=np.uint64).astype(np.uint32)
+    src = words.view(np.uint64)[..., 0].astype(dtype) if dtype == np.float64 else words[..., 0].view(dtype)
+    src = np.ascontiguousarray(src)
+    dst = np.full((cols + spare[2], rows + spare[3]), 7, dtype)
+    expected = dst.copy()
+    expected[:cols, :rows] = src[:rows, :cols].T
+    _transpose(src, dst, rows, cols, jit.PATHS[path])
+    assert np.array_equal(dst.view(f"u{dst.itemsize}"), expected.view(f"u{dst.itemsize}"))
+
 def test_profile_refuses_cleanly_off_x86_64(monkeypatch):
     """Off x86-64 llvm.readcyclecounter may read a register user space cannot (SIGILL on
     AArch64): profile must refuse before any kernel runs."""

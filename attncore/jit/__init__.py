@@ -70,6 +70,7 @@ One file per job, from the bottom up:
   vector_ir.py      _VectorIR: the LLVM vector operations the micro-kernels are written in
   microkernels.py   _tile_product and _softmax_tile, intrinsics with plain-loop twins
   schedule.py       default_blocks, queue_time, BLOCK_K, default_block_k, MAX_PANELS (plain Python)
+  transpose.py      _transpose: square blocks of a 2-D array transposed in vector registers
   layout.py         _prepare: checks, padding, flattening; _Settings, the kernel's scalars
   atomics.py        what threads share: the task queue, pack-once flags
   flash.py          flash_attention and its kernel _flash -> _flash_block

@@ -48,6 +48,7 @@ from numba.core import cgutils
 from . import amx
 from .compiling import _jit
 from .isa import host_features
+from .transpose import _transpose
 
 PRECISIONS = ("f32", "bf16", "bf16_emulated")
 
@@ -175,17 +176,14 @@ def _pack_panel(q, p, q_panel, q_pairs):
 
 
 @_jit
-def _pack_columns(x, r0, rows, out):
+def _pack_columns(x, r0, rows, out, shape):
     """Rows r0:r0+rows of x (R, C) float32, rounded to bf16, transposed and paired ->
     out[:, :ceil(rows/2)] (C, words) uint32: out[c, w] holds x[r0 + 2w, c] (low half) and
-    x[r0 + 2w + 1, c] (high half, 0 past rows)."""
-    bits = x.view(np.uint32)
-    for w in range(rows // 2):
-        for c in range(x.shape[1]):
-            out[c, w] = _pair(bits[r0 + 2 * w, c], bits[r0 + 2 * w + 1, c])
-    if rows % 2:
-        for c in range(x.shape[1]):
-            out[c, rows // 2] = _pair(bits[r0 + rows - 1, c], np.uint32(0))
+    x[r0 + 2w + 1, c] (high half, 0 past rows). The pairs are made row by row (a loop that
+    vectorises), then transposed (transpose.py)."""
+    pairs = np.empty(((rows + 1) // 2, x.shape[1]), np.uint32)
+    _pack_pairs(x[r0:r0 + rows], rows, pairs)
+    _transpose(pairs, out, pairs.shape[0], x.shape[1], shape)
 
 
 @_jit

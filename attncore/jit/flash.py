@@ -24,6 +24,7 @@ from .isa import _tile_cols, _tile_rows
 from .layout import _check_scores, _far_from_overflow, _finish_rows, _mask_panel, _panel_keys, _prepare, _round_up
 from .microkernels import PRODUCT_MAX, PRODUCT_RESCALE, PRODUCT_ZERO, _max_in_product, _softmax_tile, _tile_product
 from .schedule import BLOCK_K
+from .transpose import _transpose
 
 
 @intrinsic
@@ -78,9 +79,12 @@ def _flash_block(queries, k, v, q0, q1, outputs, lses, settings, shape, profilin
     shift = np.empty(nr, dtype)  # the max so far in a tile, then the new max with 0 where it is -inf
     alpha = np.empty(nr, dtype)  # 2^(old max - new max)
     start = _cycles() if profiling else 0
-    for i in range(rows):
+    for p in range(panels):
+        q_p = q_t[p]
+        _transpose(q[p * nr:], q_p, min(nr, rows - p * nr), d, shape)
         for c in range(d):
-            q_t[i // nr, c, i % nr] = q[i, c] * scale
+            for j in range(nr):
+                q_p[c, j] = q_p[c, j] * scale
     # the last query of a block sees keys < k_end; with causal, later tiles are skipped
     k_end = t_k if not causal else max(0, min(t_k, q0 + rows + offset))
     start = _tick(profiling, cycles, 0, start)
@@ -105,7 +109,7 @@ def _flash_block(queries, k, v, q0, q1, outputs, lses, settings, shape, profilin
             for r0 in range(0, d_vp, mr):
                 _tile_product(v_t, r0, k0, s_t, acc_p, r0, n, alpha, PRODUCT_RESCALE, shape)
             start = _tick(profiling, cycles, 4, start)
-    _finish_rows(acc_t, m, l, out, lse)
+    _finish_rows(acc_t, m, l, out, lse, shape)
     _tick(profiling, cycles, 5, start)
 
 

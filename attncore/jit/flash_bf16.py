@@ -17,6 +17,7 @@ from .compiling import FASTMATH, _jit
 from .isa import _tile_cols, _tile_rows
 from .layout import _finish_rows, _mask_panel, _panel_keys, _round_up
 from .microkernels import PRODUCT_MAX, PRODUCT_RESCALE, PRODUCT_ZERO, _softmax_tile
+from .transpose import _transpose
 
 _MODES = (PRODUCT_ZERO, PRODUCT_MAX, PRODUCT_RESCALE)
 _dot_zero = intrinsic(_dot_typer(PRODUCT_ZERO, _MODES))
@@ -71,13 +72,13 @@ def _flash_block_bf16(queries, k, v, q0, q1, outputs, lses, settings, shape):
     q_pairs = np.empty((nr, dw), np.uint32)
     for p in range(panels):
         _pack_panel(q, p, q_panel, q_pairs)
-        q_w[p] = q_pairs.T
+        _transpose(q_pairs, q_w[p], nr, dw, shape)
     k_end = t_k if not causal else max(0, min(t_k, q0 + rows + offset))
     for k0 in range(0, k_end, block_k):
         n_tile = min(block_k, t_k - k0)
         n_tile_pad = _round_up(n_tile, mr)
         _pack_rows(k, k0, n_tile_pad, k_w)  # k is zero-padded past t_k (layout.py)
-        _pack_columns(v, k0, n_tile, v_w)
+        _pack_columns(v, k0, n_tile, v_w, shape)
         for p in range(panels):
             j0 = p * nr
             n, n_pad, masked = _panel_keys(n_tile, k0, q0, j0, nr, rows, mr, causal, offset, 1)
@@ -95,4 +96,4 @@ def _flash_block_bf16(queries, k, v, q0, q1, outputs, lses, settings, shape):
             _pack_pairs(s_t, n, p_w)
             for r0 in range(0, d_vp, mr):
                 _dot(v_w, r0, 0, p_w, acc_p, r0, (n + 1) // 2, alpha, scale, PRODUCT_RESCALE, shape)
-    _finish_rows(acc_t, m, l, out, lse)
+    _finish_rows(acc_t, m, l, out, lse, shape)

@@ -19,6 +19,7 @@ from .compiling import _compute_dtype, _jit
 from .exponential import LN2, LOG2E
 from .isa import ENV_PATH, PATHS, TileShape, _resolve_path
 from .schedule import _block_starts, default_block_k
+from .transpose import _transpose
 
 
 @_jit
@@ -57,18 +58,22 @@ def _mask_panel(s_t, n, n_pad, k0, first, r0, causal, offset, group):
 
 
 @_jit
-def _finish_rows(acc_t, m, l, out, lse):
+def _finish_rows(acc_t, m, l, out, lse, shape):
     """out (rows, d_v) = acc / l and lse (rows,) = m ln 2 + log l for each query row, from its
     panel's online-softmax state (acc_t (panels, d_vp, nr), m and l (panels, nr), log2 units);
-    0 and -inf for a row that saw no key."""
-    nr = m.shape[1]
-    for i in range(out.shape[0]):
-        p, c0 = i // nr, i % nr
-        seen = l[p, c0] > 0
-        lse[i] = m[p, c0] * LN2 + np.log(l[p, c0]) if seen else -np.inf
-        inverse = 1 / l[p, c0] if seen else 0  # one division per query, not per output
-        for c in range(out.shape[1]):
-            out[i, c] = acc_t[p, c, c0] * inverse
+    0 and -inf for a row that saw no key. acc is transposed into out first (_transpose)."""
+    nr, d_v = m.shape[1], out.shape[1]
+    for p in range(m.shape[0]):
+        first = p * nr
+        width = min(nr, out.shape[0] - first)
+        _transpose(acc_t[p], out[first:first + width], d_v, width, shape)
+        for c0 in range(width):
+            seen = l[p, c0] > 0
+            lse[first + c0] = m[p, c0] * LN2 + np.log(l[p, c0]) if seen else -np.inf
+            inverse = 1 / l[p, c0] if seen else 0  # one division per query, not per output
+            row = out[first + c0]
+            for c in range(d_v):
+                row[c] = row[c] * inverse
 
 
 def _flatten(x, dtype, rows=None, cols=None):
