@@ -165,14 +165,13 @@ def _pack_rows(x, r0, rows, out):
 
 
 @_jit
-def _pack_panel(q, p, q_panel, q_pairs):
-    """q_pairs (nr, d / 2) = queries p * nr ... of q (T, d), zero-padded to nr = q_panel.shape[0]
-    rows (q_panel (nr, d): scratch) and paired along d (_pack_rows)."""
-    nr = q_panel.shape[0]
+def _pack_panel(q, p, q_pairs):
+    """q_pairs (nr, d / 2) = queries p * nr ... of q (T, d) paired along d (_pack_rows), the
+    rows past q's end zero (nr = q_pairs.shape[0])."""
+    nr = q_pairs.shape[0]
     width = min(nr, q.shape[0] - p * nr)
-    q_panel[:width] = q[p * nr:p * nr + width]
-    q_panel[width:] = 0
-    _pack_rows(q_panel, 0, nr, q_pairs)
+    _pack_rows(q, p * nr, width, q_pairs)
+    q_pairs[width:] = 0
 
 
 @_jit

@@ -249,10 +249,9 @@ def _flash_block_amx(queries, k, v, q0, q1, outputs, lses, settings, shape, tile
     s_t = empty(tile * nr, np.float32).reshape((tile, nr))  # rows past a tile's n_pad are never read
     p_w = empty(tile // 2 * nr, np.uint32).reshape((tile // 2, nr))  # zeroed past the weights before each use
     alpha = np.empty(nr, np.float32)
-    q_panel = np.zeros((nr, d), np.float32)
     q_pairs = np.empty((nr, dw), np.uint32)
     for p in range(panels):
-        _pack_panel(q, p, q_panel, q_pairs)
+        _pack_panel(q, p, q_pairs)
         _transpose(q_pairs, q_w[p * words:p * words + dw], nr, dw, shape)
     _tile_configure(tile_config())
     k_end = t_k if not causal else max(0, min(t_k, q0 + rows + offset))

@@ -68,10 +68,9 @@ def _flash_block_bf16(queries, k, v, q0, q1, outputs, lses, settings, shape):
     p_w = np.empty((tile // 2 + 1, nr), np.uint32)  # a panel's weights, paired along keys
     shift = np.empty(nr, np.float32)
     alpha = np.empty(nr, np.float32)
-    q_panel = np.zeros((nr, d), np.float32)
     q_pairs = np.empty((nr, dw), np.uint32)
     for p in range(panels):
-        _pack_panel(q, p, q_panel, q_pairs)
+        _pack_panel(q, p, q_pairs)
         _transpose(q_pairs, q_w[p], nr, dw, shape)
     k_end = t_k if not causal else max(0, min(t_k, q0 + rows + offset))
     for k0 in range(0, k_end, block_k):
