@@ -117,6 +117,7 @@ def sentences(pub):
             "low": ps.low_precision_sentence(run), "memory": ps.memory_bound_sentence(pub),
             "goals": ps.decode_goals_sentence(pub), "decode_peers": ps.decode_peers_sentence(pub),
             "bf16": ps.bf16_sentence(run), "cache": ps.cache_sentence(pub), "runs": ps.run_to_run_sentence(pub),
+            "bf16_runs": ps.bf16_run_to_run_sentence(pub),
             "method": ps.method_sentence(pub)}
 
 
@@ -438,6 +439,43 @@ def test_bf16_sentence_follows_the_rows(pub):
     assert shapes_in(m.group(2)) == no_larger or (m.group(2) == "every shape" and len(no_larger) == len(own))
     both = all(v >= ps.GOALS["bf16_over_openvino"] for v in versus) and len(no_larger) == len(own)
     assert (m.group(3) == "met at every shape") == both
+
+
+def test_bf16_run_to_run_sentence_lists_exactly_the_shapes_whose_verdict_moved(pub):
+    """Against each yardstick, the shapes where jit bf16 met its goal in some of the file's peers
+    runs and missed it in others, each with its quotient's range and how many runs met it."""
+    text = ps.bf16_run_to_run_sentence(pub)
+    if not ratios(pub["peers"], "jit_bf16"):
+        assert text == ""
+        return
+    if not pub.get("other_peer_runs"):
+        assert text.startswith("The file holds one peers run")
+        return
+    tables = [pub["peers"]["peer_ratios"]] + [o["peer_ratios"] for o in pub["other_peer_runs"]]
+
+    def entry(table, impl, shape):  # the last one, as ps.entries reads a table
+        return [e for e in table if (e["impl"], e["n"], e["causal"]) == (impl, *shape)][-1]
+
+    for goal, what in (("bf16_over_f32", "the float32 path"), ("bf16_over_openvino", "OpenVINO's default precision")):
+        clause = re.search(rf"goal against {re.escape(what)} got (.*?)(;|\. A goal)", text).group(1)
+        quotients, met = {}, {}
+        for shape in ratios(pub["peers"], "jit_bf16"):
+            own = [entry(t, "jit_bf16", shape) for t in tables]
+            if goal == "bf16_over_f32":
+                quotients[shape] = [1 / e["ratio"] for e in own]
+                met[shape] = {q >= ps.GOALS[goal] for q in quotients[shape]}
+            else:
+                ov = [entry(t, "openvino_default", shape) for t in tables]
+                quotients[shape] = [o["ratio"] / e["ratio"] for e, o in zip(own, ov)]
+                met[shape] = {q >= ps.GOALS[goal] and e["max_error"] <= o["max_error"]
+                              for q, e, o in zip(quotients[shape], own, ov)}
+        moved = [s for s in quotients if len(met[s]) > 1]
+        listed = re.findall(r"N = (\d+)( causal)? \(([^)]*) times, met in (\d+) of (\d+)\)", clause)
+        assert [(int(n), bool(c)) for n, c, *_ in listed] == moved
+        assert (clause == "the same verdict at every shape in every run") == (not moved)
+        for (n, c, span, count, runs), shape in zip(listed, moved):
+            assert_span(span, quotients[shape])
+            assert int(runs) == len(tables) and 0 < int(count) < len(tables)
 
 
 def test_bf16_sentence_names_the_route_only_where_the_run_recorded_it():

@@ -530,6 +530,53 @@ def bf16_sentence(run):
     return "; ".join(parts) + "."
 
 
+def bf16_run_to_run(pub, name="jit_bf16"):
+    """{goal: {(n, causal): [(quotient, met) in the published peers run, then in each of
+    pub["other_peer_runs"]]}} for jit's bfloat16 path, at the shapes every run timed:
+    "bf16_over_f32" (jit's float32 time over its time) and "bf16_over_openvino" (OpenVINO
+    default's time over its time; met also needs an error no larger than OpenVINO's)."""
+    tables = [pub["peers"]["peer_ratios"]] + [other["peer_ratios"] for other in pub.get("other_peer_runs", [])]
+    out = {"bf16_over_f32": {}, "bf16_over_openvino": {}}
+    for n, causal in shapes(pub["peers"]):
+        found = [{e["impl"]: e for e in table if (e["n"], e["causal"]) == (n, causal)} for table in tables]
+        own = [run.get(name) for run in found]
+        if not all(e and e["ratio"] for e in own):
+            continue
+        out["bf16_over_f32"][n, causal] = [(1 / e["ratio"], 1 / e["ratio"] >= GOALS["bf16_over_f32"]) for e in own]
+        openvino = [run.get("openvino_default") for run in found]
+        if all(e and e["ratio"] for e in openvino):
+            out["bf16_over_openvino"][n, causal] = [
+                (o["ratio"] / e["ratio"], o["ratio"] / e["ratio"] >= GOALS["bf16_over_openvino"]
+                 and e["max_error"] <= o["max_error"]) for e, o in zip(own, openvino)]
+    return out
+
+
+def bf16_run_to_run_sentence(pub):
+    """Whether jit bf16's goals got the same verdict in every peers run of the file, and where
+    not, the quotient's range and in how many runs the goal was met ('' if the published run
+    did not time jit bf16, or the other runs are of another CPU)."""
+    others = pub.get("other_peer_runs", [])
+    goals = bf16_run_to_run(pub)
+    if not goals["bf16_over_f32"] or any(o["cpu"] != pub["peers"]["machine"]["cpu"] for o in others):
+        return ""
+    if not others:
+        return "The file holds one peers run, so it cannot say whether jit bf16's verdicts hold from one run to the next."
+    runs = len(others) + 1
+    clauses = []
+    for goal, what in (("bf16_over_f32", "the float32 path"), ("bf16_over_openvino", "OpenVINO's default precision")):
+        moved = {shape: cells for shape, cells in goals[goal].items() if len({met for _, met in cells}) > 1}
+        if not goals[goal]:
+            continue
+        if not moved:
+            clauses.append(f"goal against {what} got the same verdict at every shape in every run")
+            continue
+        listed = and_list([f"{_shape(n, c)} ({_span([q for q, _ in cells])} times, met in "
+                           f"{sum(m for _, m in cells)} of {runs})" for (n, c), cells in moved.items()])
+        clauses.append(f"goal against {what} got a verdict that changed with the run at {listed}")
+    return (f"Across the file's {runs} peers runs, jit bf16's " + "; its ".join(clauses)
+            + ". A goal that holds in some runs only is not one to rely on at that shape.")
+
+
 def error_comparison(mine, theirs, tolerance=0.1):
     """'smaller than', 'larger than' or 'about the same as' for two errors (10% counts as the same)."""
     if mine < theirs * (1 - tolerance):
