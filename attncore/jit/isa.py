@@ -165,6 +165,10 @@ def _tile_cols(shape, x):
     """nr of a TileShape for the dtype of array x, a compile-time constant inside kernels."""
 
 
+def _tile_lanes(shape, x):
+    """The lanes of a TileShape's vectors for the dtype of array x, a compile-time constant inside kernels."""
+
+
 @overload(_tile_rows)
 def _overload_tile_rows(shape):
     mr = shape.mr
@@ -175,3 +179,9 @@ def _overload_tile_rows(shape):
 def _overload_tile_cols(shape, x):
     nr = shape.nv * shape.bits // x.dtype.bitwidth
     return lambda shape, x: nr
+
+
+@overload(_tile_lanes)
+def _overload_tile_lanes(shape, x):
+    lanes = shape.bits // x.dtype.bitwidth
+    return lambda shape, x: lanes

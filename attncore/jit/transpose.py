@@ -15,16 +15,12 @@ from numba.core import cgutils
 from numba.extending import intrinsic
 
 from .compiling import _jit
-from .isa import _TileShapeType
-
-
-def _lanes(shape, dtype):
-    return shape.bits // dtype.bitwidth
+from .isa import _tile_lanes, _TileShapeType
 
 
 def _transpose_block_codegen(context, builder, signature, args):
     src_ty, _, _, dst_ty, _, _, shape = signature.args
-    lanes = _lanes(shape, src_ty.dtype)
+    lanes = shape.bits // src_ty.dtype.bitwidth
     words = ir.VectorType(ir.IntType(src_ty.dtype.bitwidth), lanes)
     intp = context.get_value_type(types.intp)
     src, dst = (context.make_array(t)(context, builder, value) for t, value in ((src_ty, args[0]), (dst_ty, args[3])))
@@ -68,23 +64,11 @@ def _transpose_block(typingctx, src, r0, c0, dst, r1, c1, shape):
     return types.void(src, r0, c0, dst, r1, c1, shape), _transpose_block_codegen
 
 
-@intrinsic
-def _block_size(typingctx, shape, array):
-    """L of _transpose_block for shape and array's dtype, a compile-time constant."""
-    if not (isinstance(shape, _TileShapeType) and isinstance(array, types.Array)):
-        return None
-
-    def codegen(context, builder, signature, args):
-        return context.get_constant(types.intp, _lanes(shape, array.dtype))
-
-    return types.intp(shape, array), codegen
-
-
 @_jit
 def _transpose(src, dst, rows, cols, shape):
     """dst[:cols, :rows] = src[:rows, :cols].T (2-D, C-contiguous, the same 32- or 64-bit
     dtype): the whole L x L blocks in registers (_transpose_block), the edges in a loop."""
-    size = _block_size(shape, src)
+    size = _tile_lanes(shape, src)
     full_rows, full_cols = rows - rows % size, cols - cols % size
     for i in range(0, full_rows, size):
         for j in range(0, full_cols, size):
