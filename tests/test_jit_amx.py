@@ -48,11 +48,17 @@ def test_bf16_runs_on_amx_exactly_where_it_is_available():
         assert bf16.products("bf16", jit.PATHS["avx2"]) == "emulated"
 
 
-def test_without_amx_bf16_falls_back_to_vdpbf16ps_or_the_emulation(monkeypatch):
+@pytest.mark.parametrize("speedup", [0.55, 1.2, 1.25, 2.0])
+def test_without_amx_bf16_takes_vdpbf16ps_only_where_it_measures_faster(monkeypatch, speedup):
+    from attncore.jit import bf16_probe
+
     monkeypatch.setattr(bf16.amx, "available", lambda: False)
-    expected = "native" if bf16.native_available(jit.PATHS["avx512"]) else "emulated"
+    monkeypatch.setattr(bf16_probe, "native_speedup", lambda shape: speedup)
+    native = bf16.native_available(jit.PATHS["avx512"])
+    expected = "native" if native and speedup >= bf16_probe.NATIVE_PAYS else "emulated"
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)
+        # emulated for want of vdpbf16ps says so; emulated because it is slower here is no warning
+        warnings.simplefilter("error" if native else "ignore", RuntimeWarning)
         assert bf16.products("bf16", jit.PATHS["avx512"]) == expected
 
 

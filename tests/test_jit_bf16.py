@@ -24,7 +24,7 @@ pytestmark = pytest.mark.xdist_group("numba-flash")  # one worker compiles each 
 U = 2.0**-9  # bfloat16's unit roundoff: |bf16(x) - x| <= U |x|
 NATIVE = native_available(jit.PATHS["avx512"])
 # (path, precision): what runs natively here, and the emulation forced on every path
-WAYS = ([("avx512", "bf16")] if NATIVE else []) + [(path, "bf16_emulated") for path in sorted(jit.PATHS)]
+WAYS = ([("avx512", "bf16_native")] if NATIVE else []) + [(path, "bf16_emulated") for path in sorted(jit.PATHS)]
 
 
 def _mask(t_q, t_k, causal):
@@ -150,9 +150,9 @@ def test_native_and_emulated_agree_within_float32_error(causal):
     if not NATIVE:
         pytest.skip("no vdpbf16ps here (or Numba compiles without AVX512_BF16)")
     q, k, v = inputs((1, 3, 700, 64), (1, 3, 700, 64), 64, seed=3)
-    native = jit.flash_attention(q, k, v, causal=causal, precision="bf16", path="avx512")
+    native = jit.flash_attention(q, k, v, causal=causal, precision="bf16_native", path="avx512")
     emulated = jit.flash_attention(q, k, v, causal=causal, precision="bf16_emulated", path="avx512")
-    assert_matches_bf16_reference(q, k, v, causal, "avx512", "bf16")
+    assert_matches_bf16_reference(q, k, v, causal, "avx512", "bf16_native")
     assert np.abs(native - emulated).max() < 1e-3 * np.abs(v).max()
     assert not np.array_equal(native, jit.flash_attention(q, k, v, causal=causal))  # bf16 is not f32
 
@@ -193,7 +193,7 @@ def test_float32_default_is_unchanged_and_dtypes():
 
 def test_fully_masked_rows_are_zeros():
     q, k, v = inputs((1, 5, 8), (1, 3, 8), 4, seed=5)
-    for precision in ("bf16", "bf16_emulated"):
+    for precision in ("bf16", "bf16_emulated") + (("bf16_native",) if NATIVE else ()):
         out, lse = jit.flash_attention(q, k, v, causal="bottom_right", precision=precision, return_lse=True)
         assert np.all(out[0, :2] == 0) and np.all(np.isneginf(lse[0, :2]))
 
@@ -201,8 +201,43 @@ def test_fully_masked_rows_are_zeros():
 @pytest.mark.parametrize("precision", ["bf16x", "float32", "", None, "BF16"])
 def test_invalid_precision_names_the_choices(precision):
     q, k, v = inputs((1, 4, 8), (1, 4, 8), 4)
-    with pytest.raises(ValueError, match=r"precision must be one of 'f32', 'bf16', 'bf16_emulated'"):
+    with pytest.raises(ValueError, match=r"precision must be one of 'f32', 'bf16', 'bf16_native', 'bf16_emulated'"):
         jit.flash_attention(q, k, v, precision=precision)
+
+
+def test_bf16_native_is_refused_where_vdpbf16ps_cannot_run():
+    q, k, v = inputs((1, 4, 8), (1, 4, 8), 4)
+    with pytest.raises(ValueError, match=r"precision='bf16_native' needs vdpbf16ps.*the path is 'avx2'"):
+        jit.flash_attention(q, k, v, precision="bf16_native", path="avx2")
+
+
+def test_the_probe_times_the_same_products_both_ways():
+    """bf16_probe's two kernels compute the same S = K qT from the same bf16 values (words of
+    pairs on vdpbf16ps, float32 on vfmadd), within float32 summation order; its speedup is a
+    positive ratio of times."""
+    if not NATIVE:
+        pytest.skip("no vdpbf16ps here (or Numba compiles without AVX512_BF16)")
+    from attncore.jit import bf16_probe
+
+    wide = jit.PATHS["avx512"]
+    nr = wide.nr(4)
+    rng = np.random.default_rng(8)
+    k, q_t = (round_to_bfloat16(rng.standard_normal(shape).astype(np.float32)) for shape in ((64, 64), (64, nr)))
+
+    def words(x):  # pairs along axis 0 of x.T's rows: the even element in the low half
+        bits = np.ascontiguousarray(x).view(np.uint32) >> 16
+        return np.ascontiguousarray(bits[:, 0::2] | bits[:, 1::2] << 16, np.uint32)
+
+    s_native, s_float32 = np.empty((64, nr), np.float32), np.empty((64, nr), np.float32)
+    column = np.zeros(nr, np.float32)
+    bf16_probe._native_products(words(k), words(q_t.T).T.copy(), s_native, column, 1, wide.with_bf16("native"))
+    bf16_probe._float32_products(k, q_t, s_float32, column, 1, wide)
+    exact = k.astype(np.float64) @ q_t.astype(np.float64)
+    bound = 64 * 2.0**-24 * (np.abs(k) @ np.abs(q_t))  # 64 float32 roundings of partial sums at most
+    for s in (s_native, s_float32):
+        assert np.all(np.abs(s - exact) <= bound)
+    speedup = bf16_probe.native_speedup(wide)
+    assert 0 < speedup < np.inf and jit.kernel_info()["bf16_native_speedup"] == speedup
 
 
 def test_emulation_off_the_native_path_says_so():

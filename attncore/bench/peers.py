@@ -347,8 +347,9 @@ class JitFlash(Peer):
             kwargs["precision"] = self.jit_precision
         details = {"backend": "attncore.jit.flash_attention", "layout": "(B, H, T, d)", "threads": threads,
                    "precision": self.jit_precision}
-        if self.jit_precision == "bf16":  # tiles, vdpbf16ps or emulated
-            details["products"] = jit.kernel_info()["bf16_products"]
+        if self.jit_precision == "bf16":  # tiles, vdpbf16ps or emulated, and whether vdpbf16ps pays here
+            info = jit.kernel_info()
+            details["products"], details["native_speedup"] = info["bf16_products"], info["bf16_native_speedup"]
         g = q.shape[1] // k.shape[1]
         if g > 1:
             try:

@@ -471,15 +471,19 @@ def _than(speedup):
 
 
 BF16_ROUTES = {"amx": "on AMX tiles (tdpbf16ps)", "native": "on vdpbf16ps",
-               "emulated": "emulated in float32 (this build has neither AMX tiles nor vdpbf16ps)"}
+               "emulated": "emulated in float32 (no AMX tiles, and no vdpbf16ps that runs them faster than vfmadd)"}
 
 
-def bf16_sentence(f32_over_bf16, f32_over_emulated, route):
+def bf16_sentence(f32_over_bf16, f32_over_emulated, route, native_speedup=None):
     """Paired ratios of the kernel's times (float32 time / bf16 time); route: how precision="bf16"
-    ran its products on this machine (jit.kernel_info()["bf16_products"]: a key of BF16_ROUTES)."""
+    ran its products on this machine (jit.kernel_info()["bf16_products"]: a key of BF16_ROUTES);
+    native_speedup: jit.kernel_info()["bf16_native_speedup"] (None where vdpbf16ps cannot run)."""
     text = f"With bfloat16 products {BF16_ROUTES[route]}, the kernel ran {_than(f32_over_bf16)} in float32"
     if route != "emulated":
         text += f"; with the products emulated in float32, it ran {_than(f32_over_emulated)} in float32"
+    elif native_speedup is not None:
+        text += (f". This CPU has vdpbf16ps, but it ran a key tile's products at {native_speedup:.2f} times the speed "
+                 "of vfmadd, so the kernel does not take it")
     return text + "."
 
 

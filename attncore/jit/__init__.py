@@ -76,6 +76,7 @@ One file per job, from the bottom up:
   flash.py          flash_attention and its kernel _flash -> _flash_block
   bf16.py           precision="bf16": bfloat16 rounding, packing, the vdpbf16ps product (what "exactly" means)
   flash_bf16.py     _flash_block_bf16: the flash block with native bfloat16 products
+  bf16_probe.py     native_speedup: whether vdpbf16ps runs the products faster than vfmadd here
   amx.py            AMX: available() (CPU, Numba's features, the kernel's permission), the tile intrinsics
   flash_amx.py      _flash_block_amx: the flash block with bfloat16 products on AMX tiles (tdpbf16ps)
   decode.py         decode_attention: grouped-query heads, each kv head read once, split keys (Flash-Decoding)

@@ -283,8 +283,9 @@ def flash_attention(q, k, v, *, causal=False, block_q=None, block_k=None, scale=
     path: "avx512", "avx2", "portable" or "loops" forces a micro-kernel (see the
     attncore.jit's docstring); None takes ATTNCORE_JIT_PATH, else the host CPU's.
     precision: "f32", or "bf16": q, k, v and the weights rounded to bfloat16 for the two
-    products, float32 sums and softmax (AMX tiles or vdpbf16ps where the CPU has them, else
-    emulated with the same products; "bf16_emulated" forces that): see bf16.py. Results in float32.
+    products, float32 sums and softmax (AMX tiles where the CPU has them, vdpbf16ps where it
+    has it and it is measured faster, else emulated with the same products; "bf16_native"
+    and "bf16_emulated" force those two): see bf16.py. Results in float32.
     Grouped-query heads, q (..., H_q, T_q, d_k) and k, v (..., H_kv, T_k, d) with H_kv dividing
     H_q (neither 1), as torch's enable_gqa=True: jit.decode_attention (block_q plays no part).
     """

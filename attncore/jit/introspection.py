@@ -10,7 +10,8 @@ import numpy as np
 from numba import types
 
 from .._checks import positive_int
-from .bf16 import route
+from .bf16 import native_available, route
+from .bf16_probe import native_speedup
 from .compiling import FASTMATH, _compute_dtype
 from .exponential import EXP2_COEFFICIENTS
 from .flash import PHASES, _flash, _run
@@ -100,7 +101,8 @@ def _check_product(a, b):
 
 def kernel_info(path=None, asm=False):
     """What attncore.jit runs here: the path and its micro-kernel, the CPU, how precision="bf16"
-    runs its products ("bf16_products": "amx", "native" or "emulated", bf16.route), the exp2
+    runs its products ("bf16_products": "amx", "native" or "emulated", bf16.route; with
+    "bf16_native_speedup", bf16_probe.native_speedup where vdpbf16ps can run), the exp2
     polynomial, the compile cache of the attention kernel; with asm, the machine code of the
     float32 micro-kernel (the compiled tile_product of this path). "note" says why host_path
     is slower than the CPU could run (Numba compiles without AVX), or is None."""
@@ -125,6 +127,7 @@ def kernel_info(path=None, asm=False):
         "block_k": default_block_k(),
         "amx_block_k": AMX_BLOCK_K,
         "bf16_products": route(shape),
+        "bf16_native_speedup": native_speedup(shape) if native_available(shape) else None,
         "exp2_coefficients": EXP2_COEFFICIENTS,
         "phases": PHASES,
         "compiled_signatures": len(_flash.signatures),
