@@ -437,6 +437,17 @@ def test_bf16_sentence_follows_the_paired_ratios(bf16, emulated, route, native_s
     assert not passed_over or f"at {native_speedup:.2f} times the speed of vfmadd" in text
 
 
+@pytest.mark.parametrize("speedup", [None, 0.57, 1.25, 1.9])
+def test_native_probe_sentence_says_what_was_measured_and_what_follows(speedup):
+    text = story.native_probe_sentence(speedup, 1.25)
+    _plain("native_probe_story", text)
+    if speedup is None:
+        assert text == "This build has no vdpbf16ps to time."
+    else:
+        assert f"at {speedup:.2f} times the speed of vfmadd" in text
+        assert text.endswith("takes it." if speedup >= 1.25 else "passes it over.")
+
+
 def test_isa_and_packing_sentences():
     flags = {"amx_tile": True, "amx_bf16": True, "avx512_bf16": True}
     assert "has AMX" in story.isa_sentence(flags) and "vdpbf16ps" in story.isa_sentence(flags)

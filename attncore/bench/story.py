@@ -487,6 +487,16 @@ def bf16_sentence(f32_over_bf16, f32_over_emulated, route, native_speedup=None):
     return text + "."
 
 
+def native_probe_sentence(native_speedup, native_pays):
+    """What bf16_probe measured on this build: jit.kernel_info()["bf16_native_speedup"] (None
+    where vdpbf16ps cannot run) against bf16_probe.NATIVE_PAYS."""
+    if native_speedup is None:
+        return "This build has no vdpbf16ps to time."
+    taken = "takes it" if native_speedup >= native_pays else "passes it over"
+    return (f"On this build, vdpbf16ps ran a key tile's products at {native_speedup:.2f} times the speed of vfmadd, "
+            f"so where there are no AMX tiles the kernel's bfloat16 precision {taken}.")
+
+
 def isa_sentence(flags):
     """What the CPU offers beyond float32 FMAs, from bench.machine.isa_flags()."""
     amx = flags.get("amx_bf16") and flags.get("amx_tile")
