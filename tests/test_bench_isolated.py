@@ -21,6 +21,11 @@ def state(pid):
     return open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[0]
 
 
+def owners(*arrays):
+    """A call whose details say, for each array the worker was given, whether NumPy allocated its memory."""
+    return peers.Call(lambda: np.float32(0), lambda out: out, {"own_data": [a.flags.owndata for a in arrays]})
+
+
 def refuses(why):
     raise ValueError(why)
 
@@ -53,6 +58,14 @@ def test_workers_spin_between_calls_and_are_stopped_while_another_is_timed(worke
     assert os.environ.get("OMP_WAIT_POLICY") == before
     timing.timed(call, pause=0)
     assert state(call.details["pid"]) == state(other.details["pid"]) == "T"
+
+
+def test_the_worker_works_on_arrays_numpy_allocated_as_the_caller_does(workers):
+    """Unpickled arrays wrap a buffer Python allocated (no huge pages for a large one); the worker
+    copies them, so a kernel streams memory as it would in the caller's process."""
+    arrays = (np.ones((1, 8, 4096, 128), np.float32), np.arange(5.0)[::2], np.zeros(3, np.int64))
+    assert all(a.flags.owndata for a in arrays[::2])
+    assert workers.prepare("here", owners, *arrays).details["own_data"] == [True, True, True]
 
 
 def test_a_failure_in_the_worker_is_reported_with_its_type_and_message(workers):

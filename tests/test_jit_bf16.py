@@ -224,7 +224,7 @@ def test_the_probe_times_the_same_products_both_ways():
     rng = np.random.default_rng(8)
     k, q_t = (round_to_bfloat16(rng.standard_normal(shape).astype(np.float32)) for shape in ((64, 64), (64, nr)))
 
-    def words(x):  # pairs along axis 0 of x.T's rows: the even element in the low half
+    def words(x):  # x (rows, 2m), bf16 values -> (rows, m) words: column 2c in the low half, 2c + 1 in the high
         bits = np.ascontiguousarray(x).view(np.uint32) >> 16
         return np.ascontiguousarray(bits[:, 0::2] | bits[:, 1::2] << 16, np.uint32)
 

@@ -4,9 +4,9 @@ vdpbf16ps does two multiply-adds per float32 lane where vfmadd does one, so the 
 of precision="bf16" could run twice as fast on it. Whether they do depends on the rate at
 which the core issues it: on the course's Emerald Rapids machine without AMX, one
 vdpbf16ps took 3.4 to 3.9 times as long as one vfmadd (ten independent chains of each),
-so it did about half the multiply-adds per second and the native route ran at 0.6 times
-the float32 kernel's speed, where the emulated one (the float32 kernel on rounded
-operands: vfmadd) ran at 0.95.
+so it did about half the multiply-adds per second: in the harness the native route ran at
+0.54 to 0.70 times the float32 kernel's speed, the emulated one (the float32 kernel on
+rounded operands: vfmadd) at 0.80 to 1.02.
 
 So before the native route is taken, the products of one key tile (64 keys, d = 64,
 one panel, in L1) are timed both ways through the kernel's own micro-kernels, alternating,
