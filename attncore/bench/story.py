@@ -482,8 +482,7 @@ def bf16_sentence(f32_over_bf16, f32_over_emulated, route, native_speedup=None):
     if route != "emulated":
         text += f"; with the products emulated in float32, it ran {_than(f32_over_emulated)} in float32"
     elif native_speedup is not None:
-        text += (f". This CPU has vdpbf16ps, but it ran a key tile's products at {native_speedup:.2f} times the speed "
-                 "of vfmadd, so the kernel does not take it")
+        text += f". This CPU has vdpbf16ps, but {_native_rate(native_speedup, 'it')}, so the kernel does not take it"
     return text + "."
 
 
@@ -493,8 +492,13 @@ def native_probe_sentence(native_speedup, native_pays):
     if native_speedup is None:
         return "This build has no vdpbf16ps to time."
     taken = "takes it" if native_speedup >= native_pays else "passes it over"
-    return (f"On this build, vdpbf16ps ran a key tile's products at {native_speedup:.2f} times the speed of vfmadd, "
-            f"so where there are no AMX tiles the kernel's bfloat16 precision {taken}.")
+    return (f"On this build, {_native_rate(native_speedup, 'vdpbf16ps')}, so where there are no AMX tiles the "
+            f"kernel's bfloat16 precision {taken}.")
+
+
+def _native_rate(native_speedup, subject):
+    """What bf16_probe measured, as a clause: subject (vdpbf16ps, or "it") ran ... times vfmadd's speed."""
+    return f"{subject} ran a key tile's products at {native_speedup:.2f} times the speed of vfmadd"
 
 
 def isa_sentence(flags):

@@ -153,7 +153,7 @@ def _decode_split(q, k, v, k_start, k_stop, acc_t, m, l, settings, shape):
     rows, d, dtype = group * t_q, q.shape[2], q.dtype
     mr, nr = _tile_rows(shape), _tile_cols(shape, q)
     panels, d_vp = acc_t.shape[0], v.shape[1]
-    _, _, _, cb = _block_sizes(shape, q)
+    _, _, cb = _block_sizes(shape, q)
     v_t = v.T
     q_t = np.zeros((panels, d, nr), dtype)  # scaled queries, transposed, packed rho = t * G + g
     for t in range(t_q):
@@ -255,7 +255,7 @@ def _decode_rows(q, k, v, k_start, k_stop, acc_t, m_out, l_out, settings, shape)
     group, t_q, t_k, scale = settings.group, settings.t_q, settings.t_k, settings.scale
     causal, offset, block_k = settings.causal, settings.offset, settings.block_k
     rows, d, d_v, dtype = group * t_q, q.shape[2], v.shape[1], q.dtype
-    _, rb, kb, cb = _block_sizes(shape, q)
+    rb, kb, cb = _block_sizes(shape, q)
     nr = _tile_cols(shape, q)
     rows_pad = _round_up(max(rows, 1), ROWS)
     qs = np.zeros((rows_pad, d), dtype)

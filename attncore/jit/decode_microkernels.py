@@ -240,14 +240,14 @@ def _prefetch_rows(typingctx, x, row, count):
 
 
 def _block_sizes(shape, x):
-    """(lanes, RB, KB, CB * lanes) of a TileShape for the dtype of array x, compile-time constants in kernels."""
+    """(RB, KB, CB * lanes) of a TileShape for the dtype of array x, compile-time constants in kernels."""
 
 
 @overload(_block_sizes)
 def _overload_block_sizes(shape, x):
     lanes = shape.bits // x.dtype.bitwidth
     rb = _score_rows(lanes)
-    sizes = (lanes, rb, lanes // rb, _value_vectors(shape.bits) * lanes)
+    sizes = (rb, lanes // rb, _value_vectors(shape.bits) * lanes)
     return lambda shape, x: sizes
 
 
