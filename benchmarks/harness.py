@@ -19,7 +19,7 @@ and jit's own bfloat16 products (precision="bf16", vdpbf16ps where the CPU has i
 checked against float64 before it is timed; a peer that is missing or errs beyond its bound is
 a row with the reason. Each implementation runs in a worker process of its own,
 stopped while another one is timed (attncore.bench.isolated), so no two thread pools meet;
-every timed call comes after a pause (--pause) and an untimed call; peer/jit is the median
+every timed call comes after a pause (--pause) and untimed calls (timing.WARMUP); peer/jit is the median
 over the rounds of the ratio within a round.
 Results go to --out as JSON with the machine description (CPU, ISA, sgemm peak, bandwidth).
 """
@@ -193,7 +193,8 @@ def print_header(info, args):
     if slow:
         print(f"note: {' and '.join(slow)} are set; they slow NumPy's BLAS here, and are left as they are.")
     print(f"float32, d = {timing.D}, (batch, heads) = (1, 1); sizes {list(args.sizes)}; "
-          f"median of {args.repeats} interleaved repeats, {args.pause:g} s pause before each timed call")
+          f"median of {args.repeats} interleaved repeats, {args.pause:g} s pause before each timed call, then "
+          f"untimed calls for {timing.WARMUP:g} s")
     print("ISA: " + ", ".join(flag for flag, present in info["isa"].items() if present))
 
 
@@ -240,6 +241,7 @@ def main(argv=None):
     results = {"machine": info, "settings": {"d": timing.D, "dtype": "float32", "sizes": list(args.sizes),
                                              "repeats": args.repeats, "naive_budget_gib": args.naive_budget_gib,
                                              "numpy_flash_max": args.numpy_flash_max, "pause_s": args.pause,
+                                             "warmup_s": timing.WARMUP,
                                              "threads": threads, "processes": bench.isolated.DESCRIPTION,
                                              "worker_env": bench.isolated.WORKER_ENV,
                                              "error_bounds": {name: bench.peers.PEERS[name].tolerance

@@ -16,6 +16,23 @@ def where_it_runs(value):
                       {"pid": os.getpid(), "wait_policy": os.environ.get("OMP_WAIT_POLICY")})
 
 
+def counting_call(path):
+    """A call that appends a line to the file at path each time it runs."""
+    def run():
+        with open(path, "a") as log:
+            log.write("ran\n")
+    return peers.Call(run, lambda out: np.float32(0), {})
+
+
+def test_the_worker_warms_up_for_the_warmup_it_is_sent(workers, tmp_path):
+    log = tmp_path / "runs"
+    call = workers.prepare("here", counting_call, str(log))  # result() ran it once
+    timing.timed(call, pause=0, warmup=0)
+    assert log.read_text().count("ran") == 1 + 2  # one untimed call, then the timed one
+    timing.timed(call, pause=0, warmup=0.05)
+    assert log.read_text().count("ran") > 3 + 2  # 50 ms of calls of a few microseconds, then the timed one
+
+
 def state(pid):
     """The process's state letter in /proc (R running, S sleeping, T stopped)."""
     return open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[0]
@@ -43,7 +60,7 @@ def test_a_call_is_prepared_and_timed_in_its_own_process(workers):
     assert second.details["pid"] == first.details["pid"] and second.result() == np.float32(3.0)
     assert workers.prepare("there", where_it_runs, 0).details["pid"] not in (os.getpid(), first.details["pid"])
     cpu = []
-    seconds = timing.timed(second, pause=0.01, cpu=cpu)  # the pause, untimed call and timed call, there
+    seconds = timing.timed(second, pause=0.01, cpu=cpu)  # the pause, untimed calls and timed call, there
     assert seconds > 0 and len(cpu) == 1 and cpu[0] >= 0
 
 

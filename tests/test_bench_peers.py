@@ -122,6 +122,18 @@ def test_every_timed_call_comes_after_a_pause_and_an_untimed_call():
     assert fake.log == one_round * 3
 
 
+def test_short_calls_warm_up_for_at_least_the_warmup_before_the_timed_one():
+    """After the pause the machine wakes slowly (timing's docstring): a call shorter than the
+    warm-up runs untimed until the warm-up is over, and only the call after it is timed."""
+    fake = FakeClock({"short": [0.125, 0.125], "long": [1.0, 1.0]})
+    calls = {name: fake.impl(name) for name in ("short", "long")}
+    times = timing.rounds(calls, 2, pause=0.25, between=fake.next_round, sleep=fake.sleep, clock=fake.clock,
+                          warmup=0.5)
+    assert times == {"short": [0.125, 0.125], "long": [1.0, 1.0]}
+    one_round = [("pause", 0.25)] + [("call", "short")] * 5 + [("pause", 0.25)] + [("call", "long")] * 2
+    assert fake.log == one_round * 2  # 4 untimed short calls (0.5 s), then the timed one; 1 untimed long one
+
+
 def test_rounds_also_record_cpu_seconds_when_asked():
     fake = FakeClock({"jit": [1.0, 1.0]})
     cpu = {}

@@ -317,13 +317,24 @@ def _parts(pub):
             (pub["decode"]["decode"]["settings"], pub["decode"]["machine"]))
 
 
+def warmed_up(pub, seconds=0.02):
+    """pub as the harness writes it since the untimed calls last at least `seconds` (warmup_s)."""
+    pub = copy.deepcopy(pub)
+    for settings, _ in _parts(pub):
+        settings["warmup_s"] = seconds
+    return pub
+
+
 def test_method_sentence_says_how_each_run_timed(pub):
-    for variant in (pub, in_one_process(pub)):
+    for variant in (pub, in_one_process(pub), warmed_up(pub), warmed_up(in_one_process(pub), 0.005)):
         text = ps.method_sentence(variant)
         _plain(text)
         for settings, machine in _parts(variant):
             assert ("worker process of its own" in text) == bool(settings.get("processes")) or not ps.one_run(variant)
             assert f"a pause of {settings['pause_s'] * 1e3:g} ms" in text
+            warmup = settings.get("warmup_s")
+            assert (f"untimed calls for at least {warmup * 1e3:g} ms" in text if warmup
+                    else text.rstrip(".").endswith("its untimed call"))
             if (settings.get("worker_env") or {}).get("OMP_WAIT_POLICY") == "ACTIVE":
                 assert "OMP_WAIT_POLICY=ACTIVE" in text and "stopped while another was timed" in text
             if machine["env"].get("OMP_WAIT_POLICY") == "PASSIVE" and not settings.get("processes"):

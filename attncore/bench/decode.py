@@ -113,6 +113,7 @@ def run(t_ks=T_KS, t_qs=T_QS, names=NAMES, repeats=5, pause=timing.PAUSE, thread
             del calls
     return {"roof": roof, "rows": rows, "settings": {"h_q": h_q, "h_kv": h_kv, "d": d, "batch": 1, "t_ks": list(t_ks),
                                                     "t_qs": list(t_qs), "repeats": repeats, "pause_s": pause,
+                                                    "warmup_s": timing.WARMUP,
                                                     "threads": threads, "dtype": "float32",
                                                     "processes": isolated.DESCRIPTION if isolate else None,
                                                     "worker_env": isolated.WORKER_ENV if isolate else None}}

@@ -13,7 +13,7 @@ Runtime do by default, and no call pays a wake-up. A spinning pool must not take
 from another implementation's call, so every worker is stopped (SIGSTOP) except while it
 prepares or times its own call. The harness still orders the rounds
 (attncore.bench.timing.rounds): it wakes one worker at a time for a timed call (the pause,
-an untimed call and the timed call, all in the worker).
+the untimed warm-up calls and the timed call, all in the worker).
 """
 import atexit
 import contextlib
@@ -42,7 +42,8 @@ def describe(error):
 
 class Call:
     """A prepared call in a worker: result() (computed once, at preparation), details, and
-    timed(pause) -> (seconds, CPU seconds of the worker process) of one timed call. The CPU
+    timed(pause, warmup) -> (seconds, CPU seconds of the worker process) of one timed call
+    (timing.timed). The CPU
     seconds count the pool's spinning too: with OMP_WAIT_POLICY=ACTIVE an OpenMP pool shows
     about its thread count over the wall time even when one thread did the work."""
 
@@ -52,8 +53,8 @@ class Call:
     def result(self):
         return self._out
 
-    def timed(self, pause):
-        return self._worker.ask("time", pause)
+    def timed(self, pause, warmup):
+        return self._worker.ask("time", pause, warmup)
 
 
 def prepare(name, make, *args):
@@ -147,8 +148,8 @@ def _numpy_owned(args):
 
 def _serve(connection):
     """The worker's loop: ("prepare", make, args) keeps make(*args) as the call and replies
-    with its result and details; ("time", pause) replies with the seconds and CPU seconds of
-    one timed call (timing.timed); None ends it."""
+    with its result and details; ("time", pause, warmup) replies with the seconds and CPU seconds
+    of one timed call (timing.timed); None ends it."""
     from . import timing
 
     call = None
@@ -162,7 +163,8 @@ def _serve(connection):
                 reply = ("ok", call.result(), call.details)
             else:
                 cpu = []
-                reply = ("ok", timing.timed(call, arguments[0], cpu=cpu), cpu[0])
+                pause, warmup = arguments
+                reply = ("ok", timing.timed(call, pause, cpu=cpu, warmup=warmup), cpu[0])
         except Exception as error:  # reported where the harness makes a row of it
             reply = ("failed", f"{type(error).__name__}: {error}")
         connection.send(reply)

@@ -316,8 +316,9 @@ def _method(settings, machine):
         where = "every implementation in one process"
         pools = (", and OpenMP's workers slept as soon as a call ended (OMP_WAIT_POLICY=PASSIVE)"
                  if env.get("OMP_WAIT_POLICY") == "PASSIVE" else "")
-    return (f"{where}{pools}; a pause of {settings['pause_s'] * 1e3:g} ms came before each timed call and its "
-            f"untimed call")
+    warmup = settings.get("warmup_s")  # (runs before it was recorded made one untimed call)
+    untimed = (f"untimed calls for at least {warmup * 1e3:g} ms" if warmup else "untimed call")
+    return f"{where}{pools}; a pause of {settings['pause_s'] * 1e3:g} ms came before each timed call and its {untimed}"
 
 
 def method_sentence(pub):

@@ -1,7 +1,7 @@
 """Interleaved timing of the implementations, errors against float64, the ratios of a run.
 
 Within each repeat the implementations run one after another (each timed call right
-after an untimed one of its own), so two calls of one repeat ran side by side: the ratio
+after untimed ones of its own), so two calls of one repeat ran side by side: the ratio
 of two implementations is the median over the repeats of their ratio within a repeat,
 and a slow phase of the machine that hits one repeat moves neither. Times are medians.
 FLOPs: 4 N^2 d (two matmuls), half of it when causal. Each repeat also times one float32
@@ -9,9 +9,15 @@ FLOPs: 4 N^2 d (two matmuls), half of it when causal. Each repeat also times one
 single-thread sgemm rate measured beside it.
 
 A pause (PAUSE seconds, settable, recorded in the results) comes before each timed call's
-untimed call, so that no thread pool still spinning from the previous implementation's call
+untimed calls, so that no thread pool still spinning from the previous implementation's call
 (OpenBLAS, OpenMP, oneDNN/TBB under OpenVINO, ONNX Runtime's pool, XLA's Eigen pool) takes a
-core from the next one. The peers of attncore.bench.peers are prepared once per size (their
+core from the next one. After the pause the implementation runs untimed for at least WARMUP
+seconds (at least one call), because one call was not enough to wake the machine: on a
+2-core Emerald Rapids VM, after a 50 ms pause, decoding at T_k = 4096 (1.2 ms warm) took
+2.0 ms after one untimed call and 1.2 ms after 10 ms of them, while a chain of scalar adds
+ran at full speed at once. The memory system, not the core's clock, wakes slowly, so the
+calls that stream memory and last a few ms paid it; a call that lasts longer than WARMUP
+is still called untimed exactly once. The peers of attncore.bench.peers are prepared once per size (their
 fast-path layout, compiled graphs, thread counts) and checked against float64 before any
 timing; one that fails to import or prepare, or errs beyond its bound, is a row with a note
 saying why, never a missing row.
@@ -54,22 +60,26 @@ def skip_reason(name, n, naive_budget_gib=2.0, numpy_flash_max=2048):
 
 
 PAUSE = 0.05  # seconds of sleep before each timed call (see the module's docstring)
+WARMUP = 0.02  # seconds of untimed calls, at least one, between the pause and the timed call
 
 
-def timed(fn, pause=PAUSE, sleep=time.sleep, clock=time.perf_counter, cpu=None):
-    """Seconds of one call of fn(): after a pause and one untimed call (a call right after
-    other work or a pause starts on an idled core). cpu: a list that gets the process's CPU
-    seconds of the timed call (every thread's, so about threads x wall when it has the cores
-    to itself; far less when other jobs take them). An isolated.Call does all this in its own
-    worker process."""
+def timed(fn, pause=PAUSE, sleep=time.sleep, clock=time.perf_counter, cpu=None, warmup=WARMUP):
+    """Seconds of one call of fn(): after a pause, then untimed calls for at least warmup seconds
+    (at least one: a call right after other work or a pause starts on an idled machine). cpu: a
+    list that gets the process's CPU seconds of the timed call (every thread's, so about
+    threads x wall when it has the cores to itself; far less when other jobs take them). An
+    isolated.Call does all this in its own worker process."""
     if isinstance(fn, isolated.Call):
-        seconds, cpu_seconds = fn.timed(pause)
+        seconds, cpu_seconds = fn.timed(pause, warmup)
         if cpu is not None:
             cpu.append(cpu_seconds)
         return seconds
     if pause:
         sleep(pause)
+    warm_start = clock()
     fn()  # untimed
+    while clock() - warm_start < warmup:
+        fn()
     cpu_start, start = time.process_time(), clock()
     fn()
     seconds = clock() - start
@@ -78,16 +88,17 @@ def timed(fn, pause=PAUSE, sleep=time.sleep, clock=time.perf_counter, cpu=None):
     return seconds
 
 
-def rounds(calls, repeats, pause=PAUSE, between=None, sleep=time.sleep, clock=time.perf_counter, cpu=None):
+def rounds(calls, repeats, pause=PAUSE, between=None, sleep=time.sleep, clock=time.perf_counter, cpu=None,
+           warmup=WARMUP):
     """{name: [seconds of each round]}: in each round every call of `calls` ({name: fn}) is timed
-    once, in order, each after its pause; between() (if given) runs at the end of each round.
-    cpu: a dict that gets {name: [CPU seconds of each round]}."""
+    once, in order, each after its pause and warm-up (timed); between() (if given) runs at the
+    end of each round. cpu: a dict that gets {name: [CPU seconds of each round]}."""
     times = {name: [] for name in calls}
     for name in calls if cpu is not None else ():
         cpu[name] = []
     for _ in range(repeats):
         for name, fn in calls.items():
-            times[name].append(timed(fn, pause, sleep, clock, None if cpu is None else cpu[name]))
+            times[name].append(timed(fn, pause, sleep, clock, None if cpu is None else cpu[name], warmup))
         if between:
             between()
     return times
@@ -100,11 +111,11 @@ def paired(mine, theirs):
     return statistics.median(t / s for s, t in zip(mine, theirs, strict=True))
 
 
-def thread_scaling(call_on, counts=(1, 2), repeats=5, pause=PAUSE):
+def thread_scaling(call_on, counts=(1, 2), repeats=5, pause=PAUSE, warmup=WARMUP):
     """How a call speeds up with threads: call_on(n) is the call to time on n threads.
     {"seconds": {n: median seconds}, "speedup": {n: median over the rounds of the time on
     counts[0] threads over the time on n}}, the calls of each round timed side by side."""
-    times = rounds({n: call_on(n) for n in counts}, repeats, pause)
+    times = rounds({n: call_on(n) for n in counts}, repeats, pause, warmup=warmup)
     return {"seconds": {n: statistics.median(t) for n, t in times.items()},
             "speedup": {n: paired(times[n], times[counts[0]]) for n in counts}}
 
