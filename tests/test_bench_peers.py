@@ -204,12 +204,32 @@ def test_decode_rows_report_bandwidth_and_skips(fake_peers):
     out = decode.run(t_ks=(64,), t_qs=(1, 2), names=("good", "wrong", "broken"), repeats=2, pause=0, threads=2, roof=roof,
                      h_q=4, h_kv=2, d=8)
     rows = {(r["impl"], r["t_q"]): r for r in out["rows"]}
-    assert len(rows) == 6 and out["settings"]["pause_s"] == 0
+    assert len(rows) == 6 and out["settings"]["pause_s"] == 0 and out["settings"]["warmup_s"] == timing.WARMUP
     good = rows["good", 2]
     assert good["causal"] == "bottom_right" and good["kv_bytes"] == decode.kv_bytes(64, 2, 8) == 2 * 2 * 64 * 8 * 4
     assert good["gbs"] == pytest.approx(good["kv_bytes"] / good["seconds"] / 1e9)
     assert good["read_fraction"] == pytest.approx(good["gbs"] / 10.0) and good["fits_in_cache"]
     assert "max |error|" in rows["wrong", 1]["note"] and "no kernel" in rows["broken", 1]["note"]
+
+
+@pytest.mark.parametrize("rows, parts", [(1, 1), (37, 2), (100, 3), (16, 4)])
+def test_the_read_roof_reads_every_row_once(rows, parts):
+    """The roof's reader (asking for rows ahead, none past its part) sums each row once, whatever
+    the split; numbers that are exact in float32, so the sum is exact too."""
+    from attncore.bench import reader
+
+    array = np.random.default_rng(rows).integers(-8, 9, (rows, reader.ROW)).astype(np.float32)
+    assert reader._sum_rows(array, parts) == array.sum(dtype=np.float64)
+
+
+def test_the_read_roof_restores_numba_threads():
+    import numba
+
+    from attncore.bench import machine
+
+    before = numba.get_num_threads()
+    assert machine.read_bandwidth(threads=1, mib=4, repeats=1) > 0 and numba.get_num_threads() == before
+    assert "ahead" in machine.read_method(4) and "4 MiB" in machine.read_method(4)
 
 
 def test_pause_is_a_setting_of_the_results(tmp_path):

@@ -9,7 +9,7 @@ B = 1, H_q = 32 query heads sharing H_kv = 8 kv heads (G = 4), d = 128, float32.
     achieved bandwidth = 2 * B * H_kv * T_k * d * 4 bytes / time,
 
 compared with the machine's measured bandwidth at the same thread count: reading a large
-array once (machine.read_bandwidth: what decoding does) and copying one (machine.copy_bandwidth,
+array once (machine.read_bandwidth, asking for rows ahead: what decoding does) and copying one (machine.copy_bandwidth,
 read + write). An implementation that reads K and V G times (the kv heads repeated) still
 gets the once-read figure: that is what the caller waited for.
 """
@@ -48,7 +48,7 @@ def roofs(threads, repeats=3):
     return {"threads": threads, "read_gbs": machine.read_bandwidth(threads, mib=mib, repeats=repeats),
             "copy_gbs": machine.copy_bandwidth(threads, mib=mib, repeats=repeats), "array_mib": mib,
             "last_level_cache_bytes": cache,
-            "read_method": f"np.dot of {mib} MiB float32 with itself, one BLAS thread per Python thread, fastest",
+            "read_method": machine.read_method(mib),
             "copy_method": f"numpy.copyto of {mib} MiB float32, read + write counted, fastest"}
 
 

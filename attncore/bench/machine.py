@@ -174,32 +174,21 @@ def copy_bandwidth(threads=1, mib=256, repeats=3):
 
 
 def read_bandwidth(threads=1, mib=256, repeats=3):
-    """GB/s of reading a float32 array of `mib` MiB once (np.dot of each part with itself, one
-    BLAS thread per Python thread), split over `threads` threads: the roof of a kernel that only
-    reads, as decoding reads K and V. Fastest of the repeats, after one untimed pass."""
-    import threading
+    """GB/s of reading a float32 array of `mib` MiB once, split over `threads` threads (reader.py:
+    compiled, asking for its rows ahead): the roof of a kernel that only reads, as decoding reads
+    K and V. Fastest of the repeats, after one untimed pass."""
+    from .reader import ROW, read_seconds
 
-    source = np.ones(mib * 2**20 // 4, np.float32)
-    edges = np.linspace(0, source.size, threads + 1).astype(int)
+    source = np.ones(mib * 2**20 // 4 // ROW * ROW, np.float32)
+    return source.nbytes / read_seconds(source, threads, repeats) / 1e9
 
-    def part(i):
-        np.dot(source[edges[i]:edges[i + 1]], source[edges[i]:edges[i + 1]])
 
-    def read():
-        workers = [threading.Thread(target=part, args=(i,)) for i in range(threads)]
-        for w in workers:
-            w.start()
-        for w in workers:
-            w.join()
+def read_method(mib):
+    """How read_bandwidth(mib=mib) reads, for a results file."""
+    from .reader import PREFETCH_ROWS, ROW
 
-    with blas_threads(1):
-        read()
-        times = []
-        for _ in range(repeats):
-            start = time.perf_counter()
-            read()
-            times.append(time.perf_counter() - start)
-    return source.nbytes / min(times) / 1e9
+    return (f"a compiled sum of {mib} MiB float32 by rows of {ROW * 4} bytes, each thread asking for the row "
+            f"{PREFETCH_ROWS} ahead of the one it reads; read once, fastest")
 
 
 def last_level_cache_bytes():
@@ -231,7 +220,7 @@ def bandwidth(repeats=3):
             "all_cores_gbs": copy_bandwidth(cores(), repeats=repeats), "threads": cores(),
             "method": "numpy.copyto of 256 MiB float32, read + write, fastest of the repeats",
             "read_all_cores_gbs": read_bandwidth(cores(), repeats=repeats),
-            "read_method": "np.dot of 256 MiB float32 with itself, read once, one BLAS thread per thread"}
+            "read_method": read_method(256)}
 
 
 def version(package):
