@@ -15,12 +15,14 @@ core from the next one. After the pause the implementation runs untimed for at l
 seconds (at least one call), because one call was not enough to wake the machine: on a
 2-core Emerald Rapids VM, after a 50 ms pause, decoding at T_k = 4096 (1.2 ms warm) took
 2.0 ms after one untimed call and 1.2 ms after 10 ms of them, while a chain of scalar adds
-ran at full speed at once. The memory system, not the core's clock, wakes slowly, so the
-calls that stream memory and last a few ms paid it; a call that lasts longer than WARMUP
-is still called untimed exactly once. The peers of attncore.bench.peers are prepared once per size (their
-fast-path layout, compiled graphs, thread counts) and checked against float64 before any
-timing; one that fails to import or prepare, or errs beyond its bound, is a row with a note
-saying why, never a missing row.
+ran at full speed at once and a compute-bound call (N = 1024) within 10% of it. So it is
+the memory system that wakes slowly, and the calls that stream memory and last a few ms
+paid for it; a call longer than WARMUP is still called untimed exactly once.
+
+The peers of attncore.bench.peers are prepared once per size (their fast-path layout,
+compiled graphs, thread counts) and checked against float64 before any timing; one that
+fails to import or prepare, or errs beyond its bound, is a row with a note saying why,
+never a missing row.
 """
 import importlib.util
 import os
