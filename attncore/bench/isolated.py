@@ -43,9 +43,9 @@ def describe(error):
 class Call:
     """A prepared call in a worker: result() (computed once, at preparation), details, and
     timed(pause, warmup) -> (seconds, CPU seconds of the worker process) of one timed call
-    (timing.timed). The CPU
-    seconds count the pool's spinning too: with OMP_WAIT_POLICY=ACTIVE an OpenMP pool shows
-    about its thread count over the wall time even when one thread did the work."""
+    (timing.timed). The CPU seconds count the pool's spinning too: with OMP_WAIT_POLICY=ACTIVE
+    an OpenMP pool shows about its thread count over the wall time even when one thread did
+    the work."""
 
     def __init__(self, worker, out, details):
         self._worker, self._out, self.details = worker, out, details
