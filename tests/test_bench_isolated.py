@@ -2,6 +2,10 @@
 checked and timed in a process of its own, with the same results as in the harness's own
 process. No test asserts a wall-clock time."""
 import os
+import signal
+import subprocess
+import sys
+import time
 
 import numpy as np
 import pytest
@@ -102,3 +106,31 @@ def test_isolated_run_gives_the_rows_of_an_in_process_run(workers):
     q, k, v = impls.inputs(24)
     call = workers.prepare("numpy_flash", impls.prepare, "numpy_flash", q, k, v, True, 1)
     assert np.array_equal(call.result(), impls.numpy_flash(q, k, v, True))
+
+
+HARNESS_THAT_DIES = """
+import os
+from attncore.bench import isolated
+from tests.test_bench_isolated import where_it_runs
+print(isolated.prepare("here", where_it_runs, 1.0).details["pid"], flush=True)
+os.kill(os.getpid(), {signal})
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the workers die with the harness on Linux")
+@pytest.mark.parametrize("how", [signal.SIGKILL, signal.SIGTERM], ids=["SIGKILL", "SIGTERM"])
+def test_a_stopped_worker_ends_when_the_harness_is_killed(how, tmp_path):
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    printed, errors = tmp_path / "stdout", tmp_path / "stderr"  # files: a worker left behind holds pipes open
+    with printed.open("w") as stdout, errors.open("w") as stderr:
+        harness = subprocess.run([sys.executable, "-c", HARNESS_THAT_DIES.format(signal=int(how))], cwd=root,
+                                 stdout=stdout, stderr=stderr, timeout=120)
+    assert harness.returncode == -how, errors.read_text()
+    worker = int(printed.read_text())
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and os.path.exists(f"/proc/{worker}") and state(worker) != "Z":
+        time.sleep(0.05)
+    alive = os.path.exists(f"/proc/{worker}") and state(worker) != "Z"
+    if alive:
+        os.kill(worker, signal.SIGKILL)
+    assert not alive, f"worker {worker} outlived the harness ({how.name}), stopped"

@@ -14,12 +14,19 @@ from another implementation's call, so every worker is stopped (SIGSTOP) except 
 prepares or times its own call. The harness still orders the rounds
 (attncore.bench.timing.rounds): it wakes one worker at a time for a timed call (the pause,
 the untimed warm-up calls and the timed call, all in the worker).
+
+A worker is stopped most of the time, and a stopped process ignores the SIGTERM that ends
+a daemon process: so on Linux each worker asks the kernel for SIGKILL when the harness
+ends, however it ends (Ctrl-C, kill, a crash), instead of staying stopped with its arrays.
 """
 import atexit
 import contextlib
+import ctypes
+import ctypes.util
 import multiprocessing
 import os
 import signal
+import sys
 
 DESCRIPTION = ("each implementation timed in a worker process of its own, the others stopped meanwhile "
                "(attncore.bench.isolated)")
@@ -80,7 +87,7 @@ class _Worker:
     def __init__(self):
         context = multiprocessing.get_context("spawn")  # a fresh interpreter: no pool of ours inherited
         self._connection, child = context.Pipe()
-        self._process = context.Process(target=_serve, args=(child,), daemon=True)
+        self._process = context.Process(target=_serve, args=(child, os.getpid()), daemon=True)
         with _environment(WORKER_ENV):  # read by the runtimes as the worker loads them
             self._process.start()
         child.close()
@@ -146,12 +153,29 @@ def _numpy_owned(args):
     return tuple(np.array(a) if isinstance(a, np.ndarray) else a for a in args)
 
 
-def _serve(connection):
+PR_SET_PDEATHSIG = 1  # prctl(2): the signal this process gets when its parent ends
+
+
+def _die_with_parent(parent):
+    """On Linux, SIGKILL this process when the process that started it (pid `parent`) ends:
+    SIGKILL ends a stopped process too. (Linux sends it when the starting thread ends: the
+    harness starts its workers from its main thread.) Elsewhere nothing: close() and atexit
+    end the workers."""
+    if not sys.platform.startswith("linux"):
+        return
+    libc = ctypes.CDLL(ctypes.util.find_library("c"), use_errno=True)
+    libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    if os.getppid() != parent:  # the parent ended before the request: nobody is left to stop us
+        os._exit(1)
+
+
+def _serve(connection, parent):
     """The worker's loop: ("prepare", make, args) keeps make(*args) as the call and replies
     with its result and details; ("time", pause, warmup) replies with the seconds and CPU seconds
-    of one timed call (timing.timed); None ends it."""
+    of one timed call (timing.timed); None ends it. parent: the harness's pid (_die_with_parent)."""
     from . import timing
 
+    _die_with_parent(parent)
     call = None
     while (message := connection.recv()) is not None:
         operation, *arguments = message
