@@ -7,6 +7,8 @@ a 2-core Emerald Rapids VM (2 threads, 1 GiB), np.dot of the array with itself, 
 harness's reader before this one, measured 11-20 GB/s from run to run, this one 22-29 GB/s
 in the same minutes, and the decode kernel read K and V at 16-17, "above the roof".
 """
+import time
+
 import numba
 import numpy as np
 from numba import prange
@@ -38,8 +40,6 @@ def _sum_rows(rows, parts):
 def read_seconds(array, threads, repeats):
     """Seconds of the fastest of `repeats` passes over array (float32, a multiple of ROW floats) on
     `threads` of Numba's threads, after one untimed pass. Numba's thread count is restored after."""
-    import time
-
     rows = array.reshape(-1, ROW)
     before = numba.get_num_threads()
     numba.set_num_threads(threads)
