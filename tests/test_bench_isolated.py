@@ -42,6 +42,14 @@ def state(pid):
     return open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[0]
 
 
+def running(pid):
+    """Whether the process exists and has not ended (a zombie has ended, its parent gone)."""
+    try:
+        return state(pid) != "Z"
+    except FileNotFoundError:
+        return False
+
+
 def owners(*arrays):
     """A call whose details say, for each array the worker was given, whether NumPy allocated its memory."""
     return peers.Call(lambda: np.float32(0), lambda out: out, {"own_data": [a.flags.owndata for a in arrays]})
@@ -128,9 +136,9 @@ def test_a_stopped_worker_ends_when_the_harness_is_killed(how, tmp_path):
     assert harness.returncode == -how, errors.read_text()
     worker = int(printed.read_text())
     deadline = time.monotonic() + 10
-    while time.monotonic() < deadline and os.path.exists(f"/proc/{worker}") and state(worker) != "Z":
+    while time.monotonic() < deadline and running(worker):
         time.sleep(0.05)
-    alive = os.path.exists(f"/proc/{worker}") and state(worker) != "Z"
+    alive = running(worker)
     if alive:
         os.kill(worker, signal.SIGKILL)
     assert not alive, f"worker {worker} outlived the harness ({how.name}), stopped"

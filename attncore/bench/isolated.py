@@ -22,7 +22,6 @@ ends, however it ends (Ctrl-C, kill, a crash), instead of staying stopped with i
 import atexit
 import contextlib
 import ctypes
-import ctypes.util
 import multiprocessing
 import os
 import signal
@@ -163,8 +162,7 @@ def _die_with_parent(parent):
     end the workers."""
     if not sys.platform.startswith("linux"):
         return
-    libc = ctypes.CDLL(ctypes.util.find_library("c"), use_errno=True)
-    libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    ctypes.CDLL(None).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)  # libc, already loaded in the process
     if os.getppid() != parent:  # the parent ended before the request: nobody is left to stop us
         os._exit(1)
 
