@@ -136,7 +136,9 @@ def decode_table(dec):
     columns = [
         ("T_k", 7, lambda r: str(r["t_k"])), ("T_q", 3, lambda r: str(r["t_q"])), ("impl", 16, lambda r: r["impl"]),
         ("time ms", 9, lambda r: fmt(r.get("seconds"), ".2f", 1e3)), ("GB/s", 6, lambda r: fmt(r.get("gbs"), ".1f")),
-        ("%read", 5, lambda r: fmt(r.get("read_fraction"), ".0f", 100)),
+        ("%read", 5, lambda r: fmt(r.get("paired_read_fraction"), ".0f", 100)),
+        ("%kv", 4, lambda r: fmt(r.get("kv_read_fraction"), ".0f", 100)),
+        ("%roof", 5, lambda r: fmt(r.get("read_fraction"), ".0f", 100)),
         ("%copy", 5, lambda r: fmt(r.get("copy_fraction"), ".0f", 100)),
         ("torch/x", 7, lambda r: fmt(r.get("torch_over_this"), ".2f")),
         ("cpu/wall", 8, lambda r: fmt(r["cpu_seconds"] / r["seconds"] if r.get("seconds") else None, ".2f")),
@@ -147,7 +149,13 @@ def decode_table(dec):
     for r in dec["rows"]:
         if r["note"]:
             print(f"  T_k = {r['t_k']}, T_q = {r['t_q']}, {r['impl']}: {r['note']}")
-    print("GB/s: bytes of K and V read once over the median time; %read, %copy: of the measured roofs.\n"
+    print("readers, timed in the same rounds:")
+    for r in dec["reads"]:
+        measured = r["note"] or f"{r['seconds'] * 1e3:.2f} ms, {r['gbs']:.1f} GB/s"
+        print(f"  T_k = {r['t_k']}, T_q = {r['t_q']}, {r['reader']}: {measured}")
+    print("GB/s: bytes of K and V read once over the median time. %read, %kv: its GB/s over that of a reader of a\n"
+          "large array (from memory) and of the same K and V, in the same rounds, the median over the rounds;\n"
+          "%roof, %copy: of the roofs measured once, before the rounds.\n"
           "torch/x: torch's time over this one's, the median over paired rounds.\n"
           "cpu/wall: the worker process's CPU seconds over wall seconds of the call (about the threads used when\n"
           "the cores are free, spinning ones too: an OpenMP pool spins; less when other jobs take them).")

@@ -201,8 +201,8 @@ def test_a_peer_is_checked_before_it_is_timed_and_reported_when_skipped(fake_pee
 
 def test_decode_rows_report_bandwidth_and_skips(fake_peers):
     roof = {"threads": 2, "read_gbs": 10.0, "copy_gbs": 8.0, "last_level_cache_bytes": 2**20}
-    out = decode.run(t_ks=(64,), t_qs=(1, 2), names=("good", "wrong", "broken"), repeats=2, pause=0, threads=2, roof=roof,
-                     h_q=4, h_kv=2, d=8)
+    out = decode.run(t_ks=(64,), t_qs=(1, 2), names=("good", "wrong", "broken"), repeats=3, pause=0, threads=2, roof=roof,
+                     h_q=4, h_kv=2, d=8, mib=4)
     rows = {(r["impl"], r["t_q"]): r for r in out["rows"]}
     assert len(rows) == 6 and out["settings"]["pause_s"] == 0 and out["settings"]["warmup_s"] == timing.WARMUP
     good = rows["good", 2]
@@ -210,6 +210,44 @@ def test_decode_rows_report_bandwidth_and_skips(fake_peers):
     assert good["gbs"] == pytest.approx(good["kv_bytes"] / good["seconds"] / 1e9)
     assert good["read_fraction"] == pytest.approx(good["gbs"] / 10.0) and good["fits_in_cache"]
     assert "max |error|" in rows["wrong", 1]["note"] and "no kernel" in rows["broken", 1]["note"]
+    assert "paired_read_fraction" not in rows["wrong", 1]  # not timed: no share
+    reads = {(r["reader"], r["t_q"]): r for r in out["reads"]}
+    assert sorted(reads) == sorted((name, t_q) for name in decode.READERS for t_q in (1, 2))
+    for t_q in (1, 2):
+        good = rows["good", t_q]
+        memory, kv = reads["memory_read", t_q], reads["kv_read", t_q]
+        assert memory["details"]["bytes"] == 4 * 2**20 and kv["details"]["bytes"] == good["kv_bytes"]
+        for reader, key in ((memory, "paired_read_fraction"), (kv, "kv_read_fraction")):
+            assert len(reader["repeat_seconds"]) == 3 and reader["note"] is None
+            assert reader["gbs"] == pytest.approx(reader["details"]["bytes"] / reader["seconds"] / 1e9)
+            # the implementation's GB/s over the reader's, round by round, then the median
+            within = [(good["kv_bytes"] / mine) / (reader["details"]["bytes"] / theirs)
+                      for mine, theirs in zip(good["repeat_seconds"], reader["repeat_seconds"])]
+            assert good[key] == pytest.approx(float(np.median(within)))
+
+
+def test_decode_reports_a_reader_that_cannot_run(fake_peers, monkeypatch):
+    """Without Numba there is no reader: the rows keep the once-measured share and no paired one."""
+    monkeypatch.setattr(peers.PEERS["jit"], "missing", lambda: "numba is not installed")
+    roof = {"threads": 1, "read_gbs": 10.0, "copy_gbs": 8.0, "last_level_cache_bytes": None}
+    out = decode.run(t_ks=(32,), t_qs=(1,), names=("good",), repeats=2, pause=0, threads=1, roof=roof,
+                     h_q=2, h_kv=1, d=8, mib=4)
+    (row,) = out["rows"]
+    assert row["paired_read_fraction"] is None and row["kv_read_fraction"] is None and row["read_fraction"] > 0
+    assert all(r["note"] == "skipped: numba is not installed" and "seconds" not in r for r in out["reads"])
+
+
+@pytest.mark.parametrize("shape", [(1, 2, 40, 8), (1, 8, 300, 128)])
+def test_the_paired_readers_read_every_byte_once(shape):
+    """kv_reader sums K and V by their own rows, memory_reader its own array of ones: exact sums."""
+    from attncore.bench import reader
+
+    rng = np.random.default_rng(1)
+    k, v = (rng.integers(-8, 9, shape).astype(np.float32) for _ in range(2))
+    call = reader.kv_reader(k, v, threads=2)
+    assert call.result() == k.sum(dtype=np.float64) + v.sum(dtype=np.float64) and call.details["bytes"] == 2 * k.nbytes
+    memory = reader.memory_reader(1, threads=2)
+    assert memory.result() == 2**20 // 4 and memory.details["bytes"] == 2**20 and "1 MiB" in memory.details["method"]
 
 
 @pytest.mark.parametrize("rows, parts", [(1, 1), (37, 2), (100, 3), (16, 4)])

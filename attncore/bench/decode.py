@@ -8,10 +8,16 @@ B = 1, H_q = 32 query heads sharing H_kv = 8 kv heads (G = 4), d = 128, float32.
 
     achieved bandwidth = 2 * B * H_kv * T_k * d * 4 bytes / time,
 
-compared with the machine's measured bandwidth at the same thread count: reading a large
-array once (machine.read_bandwidth, asking for rows ahead: what decoding does) and copying one (machine.copy_bandwidth,
-read + write). An implementation that reads K and V G times (the kv heads repeated) still
-gets the once-read figure: that is what the caller waited for.
+compared with the machine's measured bandwidth at the same thread count. Two readers are timed
+in every round beside the implementations (attncore.bench.reader, asking for rows ahead, as
+decoding does): one of a large array of its own, from memory (the row's
+paired_read_fraction: the median over the rounds of the implementation's GB/s over the
+reader's, two calls that ran side by side), and one of the same K and V (kv_read_fraction:
+how close to the fastest plain read of those bytes, from wherever they sit, a cache
+included). Once per run, before the rounds, the harness also reads a large array
+(machine.read_bandwidth: read_fraction) and copies one (machine.copy_bandwidth, read +
+write: copy_fraction). An implementation that reads K and V G times (the kv heads repeated)
+still gets the once-read figure: that is what the caller waited for.
 """
 import statistics
 
@@ -24,6 +30,7 @@ T_KS = (4096, 32768)
 LONG_T_K = 131072
 T_QS = (1, 4)
 NAMES = ("jit", "torch", "onnxruntime", "openvino_f32", "openvino_default", "jax")
+READERS = ("memory_read", "kv_read")  # timed in each round, before the implementations (see above)
 
 
 def kv_bytes(t_k, h_kv=H_KV, d=D, batch=1, itemsize=4):
@@ -38,13 +45,17 @@ def inputs(t_q, t_k, h_q=H_Q, h_kv=H_KV, d=D, seed=0):
     return q, k, v
 
 
+def memory_mib():
+    """MiB of an array that a reader gets from memory, not a cache: at least 1 GiB and twice the
+    largest cache the system reports (T_k = 32768 is 256 MiB of K and V: it may sit partly in
+    a large L3; see each row's fits_in_cache)."""
+    return max(1024, 2 * (machine.last_level_cache_bytes() or 0) // 2**20)
+
+
 def roofs(threads, repeats=3):
-    """Measured bandwidth for `threads` threads, GB/s: read once (the decode roof) and copy, on
-    arrays of at least 1 GiB and twice the largest cache the system reports, so that it is the
-    memory's and not a cache's (T_k = 32768 is 256 MiB of K and V: it may sit partly in a
-    large L3; see each row's fits_in_cache)."""
-    cache = machine.last_level_cache_bytes()
-    mib = max(1024, 2 * (cache or 0) // 2**20)
+    """Measured bandwidth for `threads` threads, GB/s, once: read once (the decode roof) and copy,
+    on an array of memory_mib()."""
+    cache, mib = machine.last_level_cache_bytes(), memory_mib()
     return {"threads": threads, "read_gbs": machine.read_bandwidth(threads, mib=mib, repeats=repeats),
             "copy_gbs": machine.copy_bandwidth(threads, mib=mib, repeats=repeats), "array_mib": mib,
             "last_level_cache_bytes": cache,
@@ -53,19 +64,23 @@ def roofs(threads, repeats=3):
 
 
 def run(t_ks=T_KS, t_qs=T_QS, names=NAMES, repeats=5, pause=timing.PAUSE, threads=None, roof=None, log=None,
-        h_q=H_Q, h_kv=H_KV, d=D, isolate=False):
-    """Rows of the decode scenario, one per (T_k, T_q, implementation); skipped ones have a note.
-    isolate: each implementation timed in its own process (attncore.bench.isolated)."""
+        h_q=H_Q, h_kv=H_KV, d=D, isolate=False, mib=None):
+    """Rows of the decode scenario, one per (T_k, T_q, implementation); skipped ones have a note;
+    and "reads", the readers' rows. isolate: each implementation and reader timed in its own
+    process (attncore.bench.isolated). mib: the memory reader's array (default memory_mib())."""
     threads = threads or machine.cores()
     roof = roof or roofs(threads)
-    rows = []
+    memory = _reader("memory_read", isolate, "memory_reader", mib or memory_mib(), threads)
+    rows, reads = [], []
     for t_k in t_ks:
         for t_q in t_qs:
             causal = "bottom_right" if t_q > 1 else False
             load = machine.load_average()
             q, k, v = inputs(t_q, t_k, h_q, h_kv, d)
             reference = peers.float64_reference(q, k, v, causal)
-            calls, errors, details, notes = {}, {}, {}, {}
+            readers = {"memory_read": memory, "kv_read": _reader("kv_read", isolate, "kv_reader", k, v, threads)}
+            calls = {name: call for name, (call, _) in readers.items() if call}
+            errors, details, notes = {}, {}, {}
             for name in names:
                 peer = peers.PEERS[name]
                 notes[name] = peer.missing()
@@ -101,22 +116,59 @@ def run(t_ks=T_KS, t_qs=T_QS, names=NAMES, repeats=5, pause=timing.PAUSE, thread
                     gbs = size / seconds / 1e9
                     row.update(seconds=seconds, repeat_seconds=times[name], gbs=gbs,
                                cpu_seconds=statistics.median(cpu[name]), repeat_cpu_seconds=cpu[name],
-                               read_fraction=gbs / roof["read_gbs"], copy_fraction=gbs / roof["copy_gbs"])
+                               read_fraction=gbs / roof["read_gbs"], copy_fraction=gbs / roof["copy_gbs"],
+                               **_paired_fractions(times, name, size, readers))
                     gqa = (details[name] or {}).get("gqa", "")
                     if gqa.startswith("kv heads repeated"):
                         row["note"] = gqa
                 rows.append(row)
             for row in rows[-len(names):]:
                 row["torch_over_this"] = timing.paired(times.get(row["impl"]), times.get("torch"))
+            reads += [_read_row(name, t_k, t_q, call, note, times.get(name), cpu.get(name))
+                      for name, (call, note) in readers.items()]
             if log:
                 log(f"  measured decode T_k = {t_k}, T_q = {t_q}")
             del calls
-    return {"roof": roof, "rows": rows, "settings": {"h_q": h_q, "h_kv": h_kv, "d": d, "batch": 1, "t_ks": list(t_ks),
-                                                    "t_qs": list(t_qs), "repeats": repeats, "pause_s": pause,
-                                                    "warmup_s": timing.WARMUP,
-                                                    "threads": threads, "dtype": "float32",
-                                                    "processes": isolated.DESCRIPTION if isolate else None,
-                                                    "worker_env": isolated.WORKER_ENV if isolate else None}}
+    settings = {"h_q": h_q, "h_kv": h_kv, "d": d, "batch": 1, "t_ks": list(t_ks), "t_qs": list(t_qs),
+                "repeats": repeats, "pause_s": pause, "warmup_s": timing.WARMUP, "threads": threads, "dtype": "float32",
+                "processes": isolated.DESCRIPTION if isolate else None,
+                "worker_env": isolated.WORKER_ENV if isolate else None}
+    return {"roof": roof, "rows": rows, "reads": reads, "settings": settings}
+
+
+def _reader(name, isolate, make, *args):
+    """(call, None), or (None, why it cannot run): reader.<make>(*args), in a worker of its own
+    (named `name`) when isolate. A reader needs Numba, as jit does."""
+    missing = peers.PEERS["jit"].missing()
+    if missing:
+        return None, f"skipped: {missing}"
+    from . import reader
+
+    try:
+        return (isolated.prepare(name, getattr(reader, make), *args) if isolate
+                else getattr(reader, make)(*args)), None
+    except Exception as error:
+        return None, f"skipped: {isolated.describe(error)}"
+
+
+def _paired_fractions(times, name, size, readers):
+    """The implementation's GB/s over each reader's, the median over the rounds (None without the reader)."""
+    out = {}
+    for key, reader in (("paired_read_fraction", "memory_read"), ("kv_read_fraction", "kv_read")):
+        call = readers[reader][0]
+        quotient = timing.paired(times[name], times.get(reader))
+        out[key] = quotient * size / call.details["bytes"] if quotient else None
+    return out
+
+
+def _read_row(name, t_k, t_q, reader, note, times, cpu):
+    """A reader's row of one (T_k, T_q): its median time and GB/s over the rounds, or why not."""
+    row = {"reader": name, "t_k": t_k, "t_q": t_q, "note": note, "details": reader.details if reader else None}
+    if times:
+        seconds = statistics.median(times)
+        row.update(seconds=seconds, repeat_seconds=times, gbs=reader.details["bytes"] / seconds / 1e9,
+                   cpu_seconds=statistics.median(cpu), repeat_cpu_seconds=cpu)
+    return row
 
 
 def chunk_over_single(rows, impl, t_k):

@@ -6,6 +6,13 @@ reads, as the decode kernel asks for K. A roof must be the best a plain reader c
 a 2-core Emerald Rapids VM (2 threads, 1 GiB), np.dot of the array with itself, the
 harness's reader before this one, measured 11-20 GB/s from run to run, this one 22-29 GB/s
 in the same minutes, and the decode kernel read K and V at 16-17, "above the roof".
+
+The same VM's read roof, measured once per harness run, then moved 2x from run to run (26,
+20 and 14 GB/s in 40 minutes), so a share against it said more about the minute than about
+the kernel. So the decode scenario (attncore.bench.decode) also times two readers in every
+round, beside the implementations: memory_reader, a large array of its own (the memory's
+bandwidth in that round), and kv_reader, the step's own K and V (how fast any reader gets
+those bytes, from wherever they sit, a cache included).
 """
 import time
 
@@ -15,6 +22,7 @@ from numba import prange
 
 from ..jit.compiling import _parallel_jit
 from ..jit.decode_microkernels import _prefetch_rows
+from . import peers
 
 ROW = 128  # floats per row
 PREFETCH_ROWS = 16  # rows asked for ahead of the one read (8 KiB in float32)
@@ -53,3 +61,25 @@ def read_seconds(array, threads, repeats):
     finally:
         numba.set_num_threads(before)
     return min(times)
+
+
+def _reader(arrays, threads, what):
+    """A peers.Call that reads each of arrays (2-D, C-contiguous rows) once, on `threads` of Numba's threads."""
+    numba.set_num_threads(threads)
+    details = {"method": f"a compiled sum of {what}, each thread asking for the row {PREFETCH_ROWS} ahead of the one "
+                         "it reads", "threads": threads, "bytes": sum(a.nbytes for a in arrays)}
+    return peers.Call(lambda: sum(_sum_rows(rows, threads) for rows in arrays), lambda total: total, details)
+
+
+def kv_reader(k, v, threads):
+    """Reads k and v (B, H_kv, T_k, d), C-contiguous, once each by their rows of d floats: what a
+    decode step must read, and nothing else."""
+    rows = [x.reshape(-1, x.shape[-1]) for x in (k, v)]
+    return _reader(rows, threads, f"K and V by their rows of {rows[0].shape[1] * k.itemsize} bytes")
+
+
+def memory_reader(mib, threads):
+    """Reads an array of its own, `mib` MiB of float32 (at least twice the last-level cache, so
+    from memory), by rows of ROW floats."""
+    rows = np.ones((mib * 2**20 // 4 // ROW, ROW), np.float32)
+    return _reader([rows], threads, f"{mib} MiB float32 by rows of {ROW * 4} bytes")
