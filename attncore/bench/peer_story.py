@@ -261,7 +261,7 @@ def machine_table(pub):
         ["ISA", *each(lambda r: ", ".join(flag for flag, on in r["machine"]["isa"].items() if on))],
         ["sgemm peak (one-thread sgemm x cores)", *each(lambda r: f"{r['peak']['measured_gflops']:.0f} GFLOP/s")],
         ["theoretical peak", *each(lambda r: f"{r['peak']['theoretical']['gflops']:.0f} GFLOP/s")],
-        ["read bandwidth (decode's roof)", *each(lambda r: gbs(_read_roof(r)))],
+        ["read bandwidth (one large array, once before the rounds)", *each(lambda r: gbs(_read_roof(r)))],
         ["copy bandwidth", *each(lambda r: gbs((r.get("decode") or {}).get("roof", {}).get("copy_gbs")
                                                or r["peak"]["bandwidth"].get("all_cores_gbs")))],
         ["load average, start and end", *each(lambda r: f"{r['machine']['load_average']:.1f} and {r['load_average_end']:.1f}")],
@@ -341,6 +341,24 @@ def _decode(pub, impl, t_k, t_q, key="seconds"):
                  if (r["impl"], r["t_k"], r["t_q"]) == (impl, t_k, t_q)), None)
 
 
+def paired(pub):
+    """True when the decoding run timed a reader of a large array in its rounds, beside the
+    implementations (attncore.bench.decode): its shares are then paired ratios."""
+    return any(r["reader"] == "memory_read" and r.get("seconds") for r in pub["decode"]["decode"].get("reads", []))
+
+
+def read_share(pub, t_k, t_q, impl="jit"):
+    """The share of the read bandwidth of one decoding row: against the reader timed in the same
+    rounds where the run has one (paired), else against the read measured once in the run."""
+    return _decode(pub, impl, t_k, t_q, "paired_read_fraction" if paired(pub) else "read_fraction")
+
+
+def reader_gbs(pub, reader, t_k, t_q=1):
+    """GB/s of a reader ("memory_read" or "kv_read") in the rounds of one (T_k, T_q), or None."""
+    return next((r.get("gbs") for r in pub["decode"]["decode"].get("reads", [])
+                 if (r["reader"], r["t_k"], r["t_q"]) == (reader, t_k, t_q)), None)
+
+
 def chunk_ratio(pub, t_k, impl="jit"):
     """T_q = 4 time over T_q = 1 time at one T_k (None if either is missing)."""
     one, four = _decode(pub, impl, t_k, 1), _decode(pub, impl, t_k, 4)
@@ -364,7 +382,7 @@ def decode_table(pub):
         size = next(r["kv_bytes"] for r in pub["decode"]["decode"]["rows"] if r["t_k"] == t_k)
         cells = [str(t_k), f"{size / 2**20:.0f}"]
         for t_q in (1, 4):
-            cells += [fmt(_decode(pub, "jit", t_k, t_q), ".1f", 1e3), fmt(_decode(pub, "jit", t_k, t_q, "read_fraction"), ".0%"),
+            cells += [fmt(_decode(pub, "jit", t_k, t_q), ".1f", 1e3), fmt(read_share(pub, t_k, t_q), ".0%"),
                       fmt(_decode(pub, "jit", t_k, t_q, "torch_over_this"), ".2f")]
         rows.append(cells + [fmt(chunk_ratio(pub, t_k), ".2f")])
     return rows
@@ -397,7 +415,7 @@ def decode_goals_sentence(pub):
     """The three decoding goals of issue 23, goal by goal, at each T_k the run measured."""
     share, over, chunk = {}, {}, {}
     for t_k in t_ks(pub):
-        s, o, c = _decode(pub, "jit", t_k, 1, "read_fraction"), _decode(pub, "jit", t_k, 1, "torch_over_this"), chunk_ratio(pub, t_k)
+        s, o, c = read_share(pub, t_k, 1), _decode(pub, "jit", t_k, 1, "torch_over_this"), chunk_ratio(pub, t_k)
         if s is not None:
             share[t_k] = (s, beside_goal(s, GOALS["read_share"], 0, percent=True))
         if o is not None:
@@ -442,16 +460,19 @@ def decode_peers_sentence(pub):
 
 
 def memory_bound(pub, t_k, t_q=1):
-    """The two floors of one decoding step: bytes of K and V over the run's read bandwidth, and
-    its flops (4 H_q T_q T_k d) over the run's sgemm peak; the intensity (flop per byte) and the
-    ridge (peak / bandwidth). Times in seconds; None where the run lacks a measurement."""
+    """The two floors of one decoding step: bytes of K and V over the run's read bandwidth (the
+    reader of a large array in the rounds of T_q = 1 at this T_k where the run paired one, else
+    the read measured once), and its flops (4 H_q T_q T_k d) over the run's sgemm peak; the
+    intensity (flop per byte), the ridge (peak / bandwidth) and jit's time and share of the
+    bandwidth (read_share()). Times in seconds; None where the run lacks a measurement."""
     s = pub["decode"]["decode"]["settings"]
     size = kv_bytes(t_k, s["h_kv"], s["d"], s["batch"])
     flops = 4 * s["batch"] * s["h_q"] * t_q * t_k * s["d"]
-    bandwidth, peak = _read_roof(pub["decode"]), pub["decode"]["peak"]["measured_gflops"]
+    bandwidth = reader_gbs(pub, "memory_read", t_k) if paired(pub) else _read_roof(pub["decode"])
+    peak = pub["decode"]["peak"]["measured_gflops"]
     return {"bytes": size, "flops": flops, "read_s": size / (bandwidth * 1e9), "compute_s": flops / (peak * 1e9),
             "intensity": flops / size, "ridge": peak / bandwidth, "bandwidth_gbs": bandwidth, "peak_gflops": peak,
-            "measured_s": _decode(pub, "jit", t_k, t_q)}
+            "measured_s": _decode(pub, "jit", t_k, t_q), "share": read_share(pub, t_k, t_q)}
 
 
 def memory_bound_sentence(pub):
@@ -459,20 +480,22 @@ def memory_bound_sentence(pub):
     t_k = t_ks(pub)[-1]
     one, four = memory_bound(pub, t_k, 1), memory_bound(pub, t_k, 4)
     side = lambda m: "below" if m["intensity"] < m["ridge"] else "at or above"
-    text = (f"At T_k = {t_k} one step reads K and V once, {one['bytes'] / 2**20:.0f} MiB: at the run's read bandwidth of "
-            f"{one['bandwidth_gbs']:.1f} GB/s that takes at least {one['read_s'] * 1e3:.1f} ms, while its "
+    where = ("that a reader of a large array got in the same rounds" if paired(pub)
+             else "that the run measured reading a large array once")
+    text = (f"At T_k = {t_k} one step reads K and V once, {one['bytes'] / 2**20:.0f} MiB: at the "
+            f"{one['bandwidth_gbs']:.1f} GB/s {where}, that takes {one['read_s'] * 1e3:.1f} ms, while its "
             f"{one['flops'] / 1e9:.2f} GFLOP take {one['compute_s'] * 1e3:.1f} ms at the run's sgemm peak of "
             f"{one['peak_gflops']:.0f} GFLOP/s. That is {one['intensity']:.0f} flop per byte, {side(one)} the ridge at "
             f"{one['ridge']:.3g}: ")
     text += ("the bus, not the arithmetic, sets the time. " if one["intensity"] < one["ridge"] else
              "on this machine the arithmetic, not the bus, would set the time. ")
     if one["measured_s"]:
-        text += (f"attncore.jit took {one['measured_s'] * 1e3:.1f} ms, so it read at {one['read_s'] / one['measured_s']:.0%} "
-                 "of that bandwidth. ")
+        text += (f"attncore.jit took {one['measured_s'] * 1e3:.1f} ms, and read at {one['share']:.0%} of that bandwidth"
+                 + (" (the median over the rounds of the ratio within a round). " if paired(pub) else ". "))
     text += (f"A chunk of T_q = 4 does four times the flops on the same bytes, {four['intensity']:.0f} flop per byte, "
-             f"{side(four)} the ridge")
+             f"{'below' if four['intensity'] < one['ridge'] else 'at or above'} the ridge")
     ratio = chunk_ratio(pub, t_k)
-    if four["intensity"] < four["ridge"] and ratio is not None:
+    if four["intensity"] < one["ridge"] and ratio is not None:
         text += (f", so in principle it costs what one token costs; it took {ratio:.2f} times as long"
                  + (": the extra time is the kernel's work, not the bus's." if ratio > 1 + TOLERANCE else "."))
     else:
@@ -480,8 +503,40 @@ def memory_bound_sentence(pub):
     return text
 
 
+def share_method_sentence(pub):
+    """Against what the decoding shares are measured: a reader timed in the same rounds (paired),
+    with the range it got over the rounds, or a read measured once in the run, and how."""
+    dec = pub["decode"]["decode"]
+    roof = dec["roof"]
+    once = (f"the read measured once, before the rounds, {roof['read_gbs']:.1f} GB/s "
+            f"({roof.get('read_method') or 'a method the file does not record'})")
+    if not paired(pub):
+        return ("The share of the read bandwidth is the bytes of K and V, read once, over the time, against the "
+                f"bandwidth of reading one large array with the same number of threads: {once}. A plain read, such "
+                "as np.dot of the array with itself, can be slower than a kernel that asks for its rows ahead, as the "
+                "decode kernel does; where the method above is such a plain read, the share is overstated. And a "
+                "bandwidth measured once says nothing of the minutes that follow, when the implementations ran.")
+    reads = [r for r in dec["reads"] if r["reader"] == "memory_read" and r.get("seconds")]
+    per_round = [r["details"]["bytes"] / t / 1e9 for r in reads for t in r["repeat_seconds"]]
+    return ("The share of the read bandwidth is the bytes of K and V, read once, over the time, against a reader of "
+            f"a large array of its own, {reads[0]['details']['bytes'] / 2**20:.0f} MiB, timed in every round just "
+            f"before the implementations ({reads[0]['details']['method']}): the median over the rounds of jit's GB/s "
+            f"over the reader's in the same round. Over the {len(per_round)} rounds that reader got "
+            f"{_span(per_round, '.1f')} GB/s, against {once}. " + _moved(max(per_round) / min(per_round)))
+
+
+def _moved(spread):
+    """What a spread (fastest / slowest round of the memory reader) says of a roof measured once."""
+    if spread > 1 + TOLERANCE:
+        return (f"The fastest round was {spread:.2f} times the slowest: a bandwidth measured once would have judged "
+                "the kernel against one moment of a machine whose bandwidth moves.")
+    return (f"The rounds were within {TOLERANCE:.0%} of each other, so here a bandwidth measured once would have "
+            "given about the same share.")
+
+
 def cache_sentence(pub):
-    """Whether K and V could sit in the last-level cache the decoding run's machine reports."""
+    """Whether K and V could sit in the last-level cache the decoding run's machine reports, and
+    where the run timed a reader of the same K and V, whether it got them faster than from memory."""
     cache = pub["decode"]["decode"]["roof"].get("last_level_cache_bytes")
     if not cache:
         return "The machine reports no last-level cache size, so the run cannot say whether K and V fit in it."
@@ -489,8 +544,20 @@ def cache_sentence(pub):
     text = f"The machine reports a last-level cache of {cache / 2**20:.0f} MiB. "
     if not fits:
         return text + "K and V are larger than it at every T_k measured, so they come from memory."
-    return (text + f"K and V fit in it at T_k = {and_list(map(str, fits))}, so there the measured bandwidth is not a "
-            "hard ceiling: part of the bytes may come from the cache.")
+    text += f"K and V fit in it at T_k = {and_list(map(str, fits))}"
+    both = {t: (reader_gbs(pub, "kv_read", t), reader_gbs(pub, "memory_read", t)) for t in fits}
+    both = {t: pair for t, pair in both.items() if None not in pair}
+    if not both:
+        return text + ", so there the measured bandwidth is not a hard ceiling: part of the bytes may come from the cache."
+    faster = [t for t, (kv, memory) in both.items() if kv > memory * (1 + TOLERANCE)]
+    text += (f". A reader of the same K and V, in the same rounds, got {and_list(f'{kv:.1f}' for kv, _ in both.values())} "
+             f"GB/s there, where the large array gave {and_list(f'{m:.1f}' for _, m in both.values())}")
+    if not faster:
+        return text + ": the cache did not make the bytes come faster, so the share there is the memory's."
+    return (text + f": at T_k = {and_list(map(str, faster))} the bytes came faster than from memory, partly from the "
+            "cache, so a share of the memory's bandwidth can pass 100% there. Against the reader of the same bytes, "
+            "attncore.jit read at " + and_list(f"{_decode(pub, 'jit', t, 1, 'kv_read_fraction'):.0%}" for t in faster)
+            + " of its speed.")
 
 
 # ------------------------------------------------------------------ bfloat16
