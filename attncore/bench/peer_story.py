@@ -479,7 +479,7 @@ def memory_bound_sentence(pub):
     """Why decoding is memory-bound, from the run's own bandwidth and peak at its longest cache."""
     t_k = t_ks(pub)[-1]
     one, four = memory_bound(pub, t_k, 1), memory_bound(pub, t_k, 4)
-    side = lambda m: "below" if m["intensity"] < m["ridge"] else "at or above"
+    side = lambda m: "below" if m["intensity"] < one["ridge"] else "at or above"  # the ridge of T_q = 1's rounds
     where = ("that a reader of a large array got in the same rounds" if paired(pub)
              else "that the run measured reading a large array once")
     text = (f"At T_k = {t_k} one step reads K and V once, {one['bytes'] / 2**20:.0f} MiB: at the "
@@ -493,7 +493,7 @@ def memory_bound_sentence(pub):
         text += (f"attncore.jit took {one['measured_s'] * 1e3:.1f} ms, and read at {one['share']:.0%} of that bandwidth"
                  + (" (the median over the rounds of the ratio within a round). " if paired(pub) else ". "))
     text += (f"A chunk of T_q = 4 does four times the flops on the same bytes, {four['intensity']:.0f} flop per byte, "
-             f"{'below' if four['intensity'] < one['ridge'] else 'at or above'} the ridge")
+             f"{side(four)} the ridge")
     ratio = chunk_ratio(pub, t_k)
     if four["intensity"] < one["ridge"] and ratio is not None:
         text += (f", so in principle it costs what one token costs; it took {ratio:.2f} times as long"
