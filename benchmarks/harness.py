@@ -158,7 +158,8 @@ def decode_table(dec):
           "%roof, %copy: of the roofs measured once, before the rounds.\n"
           "torch/x: torch's time over this one's, the median over paired rounds.\n"
           "cpu/wall: the worker process's CPU seconds over wall seconds of the call (about the threads used when\n"
-          "the cores are free, spinning ones too: an OpenMP pool spins; less when other jobs take them).")
+          "the cores are free, spinning ones too: an OpenMP pool spins; less when other jobs take them). Linux adds\n"
+          "the other threads' CPU time at scheduler ticks, so for a call of a few ms it can read 1 or above the threads.")
 
 
 def print_table(results):
