@@ -18,7 +18,7 @@ from . import published as _package_data
 from .decode import kv_bytes
 from .story import BF16_ROUTES, and_list, compared
 
-PUBLISHED = "2026-12-02-xeon-emerald-rapids-2-cores-peers.json"
+PUBLISHED = "2026-12-03-xeon-amx-2-cores-peers.json"
 
 TITLES = {"jit": "attncore.jit", "torch": "PyTorch SDPA", "onnxruntime": "ONNX Runtime",
           "openvino_f32": "OpenVINO f32", "openvino_default": "OpenVINO default", "jax": "JAX",
