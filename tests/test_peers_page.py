@@ -163,7 +163,8 @@ def sentences(pub):
             "goals": ps.decode_goals_sentence(pub), "decode_peers": ps.decode_peers_sentence(pub),
             "bf16": ps.bf16_sentence(run), "cache": ps.cache_sentence(pub), "runs": ps.run_to_run_sentence(pub),
             "bf16_runs": ps.bf16_run_to_run_sentence(pub),
-            "method": ps.method_sentence(pub), "share_method": ps.share_method_sentence(pub)}
+            "method": ps.method_sentence(pub), "share_method": ps.share_method_sentence(pub),
+            "gqa_read": ps.gqa_read_sentence(pub)}
 
 
 # ------------------------------------------------------------------ helpers that read a sentence back
@@ -454,6 +455,36 @@ def test_memory_bound_sentence_recomputes(pub):
         assert abs(m["read_s"] / m["measured_s"] - share) < 1e-9
     if "times as long" in text:
         assert f"took {ps.chunk_ratio(pub, t_k):.2f} times as long" in text
+
+
+def test_gqa_read_sentence_recomputes(pub):
+    text = ps.gqa_read_sentence(pub)
+    s = pub["decode"]["decode"]["settings"]
+    t_k = ps.t_ks(pub)[-1]
+    m = ps.memory_bound(pub, t_k)
+    group = s["h_q"] // s["h_kv"]
+    assert f"{s['h_q']} query heads over {s['h_kv']} kv heads (G = {group})" in text and f"T_k = {t_k} cached" in text
+    assert f"reads {m['bytes'] / 2**20:.0f} MiB of K and V: {m['read_s'] * 1e3:.1f} ms" in text
+    assert f"at the {m['bandwidth_gbs']:.1f} GB/s" in text and ("in the same rounds" in text) == ps.paired(pub)
+    mha = 2 * s["h_q"] * t_k * s["d"] * 4  # a kv head per query head, float32
+    assert f"{group} times as much, {mha / 2**20:.0f} MiB: {mha / (m['bandwidth_gbs'] * 1e9) * 1e3:.1f} ms at" in text
+    jit_row = next(r for r in ps.decode_rows(pub) if (r["t_k"], r["t_q"]) == (t_k, 1))
+    share = jit_row["paired_read_fraction"] if ps.paired(pub) else jit_row["read_fraction"]
+    assert f"took {jit_row['seconds'] * 1e3:.1f} ms, {share:.0%} of that bandwidth" in text
+    torch = jit_row.get("torch_over_this")
+    assert (f"enable_gqa=True took {torch:.2f} times as long" in text) if torch else "enable_gqa" not in text
+
+
+def test_gqa_read_sentence_without_jit_or_torch():
+    pub = copy.deepcopy(PUBLISHED)
+    t_k = ps.t_ks(pub)[-1]
+    for r in pub["decode"]["decode"]["rows"]:
+        if r["t_k"] == t_k and r["t_q"] == 1:
+            r["torch_over_this"] = None
+    assert ps.gqa_read_sentence(pub).endswith("of that bandwidth.")
+    pub["decode"]["decode"]["rows"] = [r for r in pub["decode"]["decode"]["rows"] if r["impl"] != "jit"]
+    text = ps.gqa_read_sentence(pub)
+    assert "attncore.jit" not in text and text.endswith(" ms at that bandwidth.")
 
 
 def test_cache_sentence(pub):

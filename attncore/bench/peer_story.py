@@ -503,6 +503,30 @@ def memory_bound_sentence(pub):
     return text
 
 
+def gqa_read_sentence(pub):
+    """Chapter 5's step, measured: one token at the run's longest cache, the bytes of K and V that
+    its grouped-query heads read against those of a kv head per query head (MHA), with the floor
+    of each at memory_bound()'s bandwidth, and jit's time, share and torch's time over jit's."""
+    s = pub["decode"]["decode"]["settings"]
+    t_k = t_ks(pub)[-1]
+    m = memory_bound(pub, t_k)
+    group = s["h_q"] // s["h_kv"]
+    where = ("that a reader of a large array got in the same rounds" if paired(pub)
+             else "that the run measured reading a large array once")
+    text = (f"One new token with {s['h_q']} query heads over {s['h_kv']} kv heads (G = {group}), d = {s['d']}, "
+            f"float32, against T_k = {t_k} cached keys reads {m['bytes'] / 2**20:.0f} MiB of K and V: "
+            f"{m['read_s'] * 1e3:.1f} ms at the {m['bandwidth_gbs']:.1f} GB/s {where}. With a kv head for every "
+            f"query head (MHA) it would read {group} times as much, {group * m['bytes'] / 2**20:.0f} MiB: "
+            f"{group * m['read_s'] * 1e3:.1f} ms at that bandwidth.")
+    if m["measured_s"] and m["share"] is not None:
+        torch = _decode(pub, "jit", t_k, 1, "torch_over_this")
+        text += (f" attncore.jit.decode_attention, which reads each kv head once for its {group} query heads, took "
+                 f"{m['measured_s'] * 1e3:.1f} ms, {m['share']:.0%} of that bandwidth"
+                 + (f"; PyTorch's scaled_dot_product_attention with enable_gqa=True took {torch:.2f} times as long."
+                    if torch else "."))
+    return text
+
+
 def share_method_sentence(pub):
     """Against what the decoding shares are measured: a reader timed in the same rounds (paired),
     with the range it got over the rounds, or a read measured once in the run, and how."""
