@@ -14,7 +14,7 @@ import re
 import numpy as np
 import pytest
 
-from attncore.bench import decode, peer_story as ps, story
+from attncore.bench import bf16_story as bs, decode, peer_story as ps, story
 from attncore.invariants import check_rows
 
 PUBLISHED = ps.published()
@@ -161,8 +161,8 @@ def sentences(pub):
     return {"machine": ps.machine_sentence(pub), "peers": ps.peers_sentence(run), "errors": ps.errors_sentence(run),
             "low": ps.low_precision_sentence(run), "memory": ps.memory_bound_sentence(pub),
             "goals": ps.decode_goals_sentence(pub), "decode_peers": ps.decode_peers_sentence(pub),
-            "bf16": ps.bf16_sentence(run), "cache": ps.cache_sentence(pub), "runs": ps.run_to_run_sentence(pub),
-            "bf16_runs": ps.bf16_run_to_run_sentence(pub),
+            "bf16": bs.bf16_sentence(run), "cache": ps.cache_sentence(pub), "runs": ps.run_to_run_sentence(pub),
+            "bf16_runs": bs.bf16_run_to_run_sentence(pub),
             "method": ps.method_sentence(pub), "share_method": ps.share_method_sentence(pub),
             "gqa_read": ps.gqa_read_sentence(pub)}
 
@@ -543,7 +543,7 @@ def test_decode_peers_sentence(pub):
 
 def test_bf16_sentence_follows_the_rows(pub):
     run = pub["peers"]
-    text = ps.bf16_sentence(run)
+    text = bs.bf16_sentence(run)
     own = ratios(run, "jit_bf16")
     if not own:
         assert text.startswith("This run did not time jit's bfloat16 paths")
@@ -551,7 +551,7 @@ def test_bf16_sentence_follows_the_rows(pub):
     speed = [1 / r for r in own.values()]
     m = re.search(r"jit bf16(, its products (.*?),)? ran at (.*?) times the float32 path's speed, so the goal of "
                   r"([\d.]+) times is (.*?);", text)
-    route = (ps._row(run, *next(iter(own)), "jit_bf16").get("details") or {}).get("products")
+    route = (ps.row_of(run, *next(iter(own)), "jit_bf16").get("details") or {}).get("products")
     assert m.group(2) == (story.BF16_ROUTES[route] if route else None)
     m = re.search(r"ran at (.*?) times the float32 path's speed, so the goal of ([\d.]+) times is (.*?);", m.group(0))
     assert_span(m.group(1), speed)
@@ -559,7 +559,7 @@ def test_bf16_sentence_follows_the_rows(pub):
                           "missed at every shape" if max(speed) < ps.GOALS["bf16_over_f32"] else m.group(3))
     ov = ratios(run, "openvino_default")
     errors = {(n, c): e for n, c, _, e, _ in ps.entries(run, "jit_bf16")}
-    ov_errors = ps.openvino_errors(run)
+    ov_errors = bs.openvino_errors(run)
     versus = [ov[s] / own[s] for s in own]
     m = re.search(r"it ran at (.*?) times its speed, with an error no larger than OpenVINO's at (.*?): the goal .* is (.*)\.$", text)
     assert_span(m.group(1), versus)
@@ -572,7 +572,7 @@ def test_bf16_sentence_follows_the_rows(pub):
 def test_bf16_run_to_run_sentence_lists_exactly_the_shapes_whose_verdict_moved(pub):
     """Against each yardstick, the shapes where jit bf16 met its goal in some of the file's peers
     runs and missed it in others, each with its quotient's range and how many runs met it."""
-    text = ps.bf16_run_to_run_sentence(pub)
+    text = bs.bf16_run_to_run_sentence(pub)
     if not ratios(pub["peers"], "jit_bf16"):
         assert text == ""
         return
@@ -611,23 +611,23 @@ def test_bf16_sentence_names_the_route_only_where_the_run_recorded_it():
     run = copy.deepcopy(PUBLISHED["peers"])
     for row in run["rows"]:
         (row.get("details") or {}).pop("products", None)
-    text = ps.bf16_sentence(run)
+    text = bs.bf16_sentence(run)
     assert "its products" not in text and "jit bf16 ran at " in text
     for route, how in story.BF16_ROUTES.items():
         for row in run["rows"]:
             if row["impl"] == "jit_bf16":
                 row["details"]["products"] = route
-        assert f"jit bf16, its products {how}, ran at " in ps.bf16_sentence(run)
+        assert f"jit bf16, its products {how}, ran at " in bs.bf16_sentence(run)
 
 
 @pytest.mark.parametrize("factor, word", [(0.5, "smaller than"), (1.0, "about the same as"), (2.0, "larger than")])
 def test_bf16_error_sentence_compares_like_with_like(pub, factor, word):
     run = pub["peers"]
-    theirs = ps.openvino_errors(run)
+    theirs = bs.openvino_errors(run)
     n = min(n for n, _ in ps.shapes(run))
     errors = {(n, c): theirs.get((n, c), 1e-3) * factor for c in (False, True)}
     for route, how in story.BF16_ROUTES.items():
-        text = ps.bf16_error_sentence(errors, run, route)
+        text = bs.bf16_error_sentence(errors, run, route)
         _plain(text)
         assert f"With bfloat16 products {how}, " in text
         for (m, c), e in errors.items():
@@ -643,9 +643,9 @@ def test_simplex_sentence_says_what_check_rows_found():
     w = rng.random((8, 8)).astype(np.float32)
     good = {False: check_rows(w / w.sum(-1, keepdims=True))}
     bad = {False: check_rows(w)}
-    assert ps.simplex_sentence(good).startswith("Every row of those weights is on the simplex")
-    assert ps.simplex_sentence(bad).startswith("Not every row")
-    _plain(ps.simplex_sentence(good))
+    assert bs.simplex_sentence(good).startswith("Every row of those weights is on the simplex")
+    assert bs.simplex_sentence(bad).startswith("Not every row")
+    _plain(bs.simplex_sentence(good))
 
 
 def test_the_page_glues_every_sentence():
@@ -655,7 +655,9 @@ def test_the_page_glues_every_sentence():
     set_ = set(re.findall(r'\bg\("(\w+)"', page))
     assert used <= set_, used - set_
     for function in ("machine_sentence", "method_sentence", "peers_sentence", "errors_sentence", "low_precision_sentence",
-                     "memory_bound_sentence", "decode_goals_sentence", "decode_peers_sentence", "bf16_sentence",
-                     "bf16_error_sentence", "simplex_sentence", "cache_sentence", "share_method_sentence", "run_to_run_sentence", "peers_table", "details_table", "machine_table",
+                     "memory_bound_sentence", "decode_goals_sentence", "decode_peers_sentence", "cache_sentence",
+                     "share_method_sentence", "run_to_run_sentence", "peers_table", "details_table", "machine_table",
                      "decode_table"):
         assert f"peer_story.{function}(" in page, function
+    for function in ("bf16_sentence", "bf16_error_sentence", "simplex_sentence", "bf16_run_to_run_sentence"):
+        assert f"bf16_story.{function}(" in page, function

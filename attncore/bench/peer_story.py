@@ -4,7 +4,8 @@ A peers results file (attncore/bench/results/*-peers.json) holds two parts, from
 the harness or two (its "sources" say which): "peers" (attncore.jit against torch SDPA, ONNX Runtime, OpenVINO and JAX at
 N = 1024 ... 16384, d = 64, and jit's own bfloat16 paths where the run timed them) and
 "decode" (grouped-query decoding, B = 1, 32/8 heads, d = 128, T_q = 1 and 4). Every table
-and every sentence the page builds from it is built here, so that tests/test_peers_page.py
+and every sentence the page builds from it is built here (those on jit's bfloat16 paths in
+bf16_story.py, with these helpers), so that tests/test_peers_page.py
 can render them against the published file and against other files (a peer missing, jit
 slower, a goal met or missed, bfloat16 rows or none) and check each against its numbers.
 
@@ -16,7 +17,7 @@ from pathlib import Path
 
 from . import published as _package_data
 from .decode import kv_bytes
-from .story import BF16_ROUTES, and_list, compared
+from .story import and_list, compared
 
 PUBLISHED = "2026-12-03-xeon-amx-2-cores-peers.json"
 
@@ -48,23 +49,23 @@ def title(name):
     return TITLES.get(name, name)
 
 
-def _shape(n, causal):
+def shape_name(n, causal):
     return f"N = {n}{' causal' if causal else ''}"
 
 
-def _shapes(cells):
+def shape_names(cells):
     """'N = 1024 and N = 4096 causal' for [(n, causal, ...)]; 'no shape' for none."""
-    return and_list([_shape(n, c) for n, c, *_ in cells]) if cells else "no shape"
+    return and_list([shape_name(n, c) for n, c, *_ in cells]) if cells else "no shape"
 
 
-def _span(values, spec=".2f"):
+def span(values, spec=".2f"):
     lo, hi = min(values), max(values)
     return format(lo, spec) if format(lo, spec) == format(hi, spec) else f"{lo:{spec}} to {hi:{spec}}"
 
 
 # ------------------------------------------------------------------ the peers run
 
-def _row(run, n, causal, impl):
+def row_of(run, n, causal, impl):
     return next((r for r in run["rows"] if (r["n"], r["causal"], r["impl"]) == (n, causal, impl)), None)
 
 
@@ -144,9 +145,9 @@ def _against(name, found, subject="attncore.jit"):
                          ("about as fast", "about the same time as")):
         if len(found[word]) == len(timed):
             return (f"{title(name)} took {phrase} {subject} at every shape it ran "
-                    f"({_span([e[2] for e in timed])} times {subject}'s time)")
+                    f"({span([e[2] for e in timed])} times {subject}'s time)")
         if found[word]:
-            parts.append(f"{phrase} {subject} at {_shapes(found[word])} ({_span([e[2] for e in found[word]])} times)")
+            parts.append(f"{phrase} {subject} at {shape_names(found[word])} ({span([e[2] for e in found[word]])} times)")
     return f"{title(name)} took " + "; ".join(parts)
 
 
@@ -162,7 +163,7 @@ def peers_sentence(run):
     if always:
         ratios = [e[2] for n in always for e in entries(run, n)]
         parts.append(f"Against the float32 peers, attncore.jit took less time than {and_list(map(title, always))} at every "
-                     f"shape this run measured: they took {_span(ratios)} times as long.")
+                     f"shape this run measured: they took {span(ratios)} times as long.")
     for name in others:
         found = verdicts(run, name)
         clause = _against(name, found)
@@ -228,14 +229,14 @@ def run_to_run_sentence(pub):
         return "The other peers runs in the file report another CPU, so their ratios are not compared with this run's."
     if not others:
         return "The file holds one peers run, so it cannot say how far the ratios move from one run to the next."
-    loads = _span([o["load_average"] for o in others], ".1f")
+    loads = span([o["load_average"] for o in others], ".1f")
     changed = {key: values for key, values in run_to_run(pub).items()
                if len({compared(v, TOLERANCE) for v in values}) > 1}
     text = (f"The file keeps the ratios of {len(others)} more {'run' if len(others) == 1 else 'runs'} of the peers "
             f"on the same machine (load average {loads} at {'its' if len(others) == 1 else 'their'} start). ")
     if not changed:
         return text + "They give attncore.jit the same verdict against every float32 peer at every shape."
-    listed = "; ".join(f"{title(name)} at {_shape(n, c)} ({_span(values)})" for (name, n, c), values in changed.items())
+    listed = "; ".join(f"{title(name)} at {shape_name(n, c)} ({span(values)})" for (name, n, c), values in changed.items())
     return (text + f"Across the runs the verdict against a float32 peer changed at {len(changed)} of "
             f"{len(run_to_run(pub))} pairs of a peer and a shape (in brackets, the ratio's range over the runs): {listed}. "
             "A verdict at those shapes depends on the run, so it is not one to rely on.")
@@ -298,8 +299,8 @@ def machine_sentence(pub):
         starts = [a["load_average"], b["load_average"]]
         ends = [pub["peers"]["load_average_end"], pub["decode"]["load_average_end"]]
     busy = ("other work shared the machine" if max(starts) > cores / 2 else "the machine was otherwise idle")
-    return (f"{first} The load average (runnable processes, on {cores} cores) was {_span(starts, '.1f')} at the "
-            f"start and {_span(ends, '.1f')} at the end, which counts the run's own {a.get('numba_threads', cores)} "
+    return (f"{first} The load average (runnable processes, on {cores} cores) was {span(starts, '.1f')} at the "
+            f"start and {span(ends, '.1f')} at the end, which counts the run's own {a.get('numba_threads', cores)} "
             f"threads: {busy} when it started.")
 
 
@@ -450,10 +451,10 @@ def decode_peers_sentence(pub):
     parts = []
     if faster:
         parts.append(f"Decoding, attncore.jit took less time than {and_list(title(n) for n, _ in faster)} at every T_k "
-                     f"and T_q (their medians were {_span([x for _, rs in faster for x in rs])} times jit's)")
+                     f"and T_q (their medians were {span([x for _, rs in faster for x in rs])} times jit's)")
     for name, ratios in slower:
         parts.append(f"{title(name)} took less time than jit in at least one case (its median time was "
-                     f"{_span(ratios)} times jit's)")
+                     f"{span(ratios)} times jit's)")
     if untimed:
         parts.append(f"{and_list(map(title, untimed))} {'was' if len(untimed) == 1 else 'were'} not timed")
     return ("; ".join(parts) or "Decoding, no peer was timed") + "."
@@ -546,7 +547,7 @@ def share_method_sentence(pub):
             f"a large array of its own, {reads[0]['details']['bytes'] / 2**20:.0f} MiB, timed in every round just "
             f"before the implementations ({reads[0]['details']['method']}): the median over the rounds of jit's GB/s "
             f"over the reader's in the same round. Over the {len(per_round)} rounds that reader got "
-            f"{_span(per_round, '.1f')} GB/s, against {once}. " + _moved(max(per_round) / min(per_round)))
+            f"{span(per_round, '.1f')} GB/s, against {once}. " + _moved(max(per_round) / min(per_round)))
 
 
 def _moved(spread):
@@ -582,135 +583,6 @@ def cache_sentence(pub):
             "cache, so a share of the memory's bandwidth can pass 100% there. Against the reader of the same bytes, "
             "attncore.jit read at " + and_list(f"{_decode(pub, 'jit', t, 1, 'kv_read_fraction'):.0%}" for t in faster)
             + " of its speed.")
-
-
-# ------------------------------------------------------------------ bfloat16
-
-def _met_where(met, shapes_measured):
-    """'met at every shape', 'met at N = ... only' or 'missed at every shape'."""
-    if len(met) == len(shapes_measured):
-        return "met at every shape"
-    return f"met at {_shapes(met)} only" if met else "missed at every shape"
-
-
-def bf16_sentence(run):
-    """What the run timed of jit's bfloat16 paths: speed against the float32 path and against
-    OpenVINO's default precision (with the goals of issue 23), or that it timed none."""
-    own = [name for name in peers_of(run, own_bf16=True) if any(e[2] for e in entries(run, name))]
-    if not own:
-        return ("This run did not time jit's bfloat16 paths: its speed against float32 is not in the published "
-                "results (the harness now times them in every run, as the rows jit_bf16 and jit_bf16_emulated).")
-    parts = []
-    openvino = {(n, c): (r, e) for n, c, r, e, _ in entries(run, "openvino_default") if r}
-    for name in own:
-        timed = [(n, c, r, e) for n, c, r, e, _ in entries(run, name) if r]
-        speed = [1 / r for *_, r, _ in timed]
-        met = [t for t, s in zip(timed, speed) if s >= GOALS["bf16_over_f32"]]
-        route = (_row(run, timed[0][0], timed[0][1], name).get("details") or {}).get("products")
-        how = f", its products {BF16_ROUTES[route]}," if route in BF16_ROUTES and name == "jit_bf16" else ""
-        parts.append(f"{title(name)}{how} ran at {_span(speed)} times the float32 path's speed, so the goal of "
-                     f"{GOALS['bf16_over_f32']:g} times is " + _met_where(met, timed))
-        versus = [(n, c, openvino[n, c][0] / r, e <= openvino[n, c][1]) for n, c, r, e in timed if (n, c) in openvino]
-        if versus:
-            both = [v for v in versus if v[2] >= GOALS["bf16_over_openvino"] and v[3]]
-            no_larger = [v for v in versus if v[3]]
-            parts.append(f"against OpenVINO's default precision it ran at {_span([v[2] for v in versus])} times its speed, "
-                         "with an error no larger than OpenVINO's at "
-                         f"{'every shape' if len(no_larger) == len(versus) else _shapes(no_larger)}: "
-                         f"the goal ({GOALS['bf16_over_openvino']:g} times as fast, error no larger) is "
-                         + _met_where(both, versus))
-    return "; ".join(parts) + "."
-
-
-def bf16_run_to_run(pub, name="jit_bf16"):
-    """{goal: {(n, causal): [(quotient, met) in the published peers run, then in each of
-    pub["other_peer_runs"]]}} for jit's bfloat16 path, at the shapes every run timed:
-    "bf16_over_f32" (jit's float32 time over its time) and "bf16_over_openvino" (OpenVINO
-    default's time over its time; met also needs an error no larger than OpenVINO's)."""
-    tables = [pub["peers"]["peer_ratios"]] + [other["peer_ratios"] for other in pub.get("other_peer_runs", [])]
-    out = {"bf16_over_f32": {}, "bf16_over_openvino": {}}
-    for n, causal in shapes(pub["peers"]):
-        found = [{e["impl"]: e for e in table if (e["n"], e["causal"]) == (n, causal)} for table in tables]
-        own = [run.get(name) for run in found]
-        if not all(e and e["ratio"] for e in own):
-            continue
-        out["bf16_over_f32"][n, causal] = [(1 / e["ratio"], 1 / e["ratio"] >= GOALS["bf16_over_f32"]) for e in own]
-        openvino = [run.get("openvino_default") for run in found]
-        if all(e and e["ratio"] for e in openvino):
-            out["bf16_over_openvino"][n, causal] = [
-                (o["ratio"] / e["ratio"], o["ratio"] / e["ratio"] >= GOALS["bf16_over_openvino"]
-                 and e["max_error"] <= o["max_error"]) for e, o in zip(own, openvino)]
-    return out
-
-
-def bf16_run_to_run_sentence(pub):
-    """Whether jit bf16's goals got the same verdict in every peers run of the file, and where
-    not, the quotient's range and in how many runs the goal was met ('' if the published run
-    did not time jit bf16, or the other runs are of another CPU)."""
-    others = pub.get("other_peer_runs", [])
-    goals = bf16_run_to_run(pub)
-    if not goals["bf16_over_f32"] or any(o["cpu"] != pub["peers"]["machine"]["cpu"] for o in others):
-        return ""
-    if not others:
-        return "The file holds one peers run, so it cannot say whether jit bf16's verdicts hold from one run to the next."
-    runs = len(others) + 1
-    clauses = []
-    for goal, what in (("bf16_over_f32", "the float32 path"), ("bf16_over_openvino", "OpenVINO's default precision")):
-        if not goals[goal]:  # no OpenVINO default rows
-            continue
-        moved = {shape: cells for shape, cells in goals[goal].items() if len({met for _, met in cells}) > 1}
-        if not moved:
-            clauses.append(f"goal against {what} got the same verdict at every shape in every run")
-            continue
-        listed = and_list([f"{_shape(n, c)} ({_span([q for q, _ in cells])} times, met in "
-                           f"{sum(m for _, m in cells)} of {runs})" for (n, c), cells in moved.items()])
-        clauses.append(f"goal against {what} got a verdict that changed with the run at {listed}")
-    return (f"Across the file's {runs} peers runs, jit bf16's " + "; its ".join(clauses)
-            + ". A goal that holds in some runs only is not one to rely on at that shape.")
-
-
-def error_comparison(mine, theirs, tolerance=0.1):
-    """'smaller than', 'larger than' or 'about the same as' for two errors (10% counts as the same)."""
-    if mine < theirs * (1 - tolerance):
-        return "smaller than"
-    if mine > theirs * (1 + tolerance):
-        return "larger than"
-    return "about the same as"
-
-
-def openvino_errors(run):
-    """{(n, causal): max |error|} of OpenVINO's default precision where the run checked it."""
-    return {(n, c): e for n, c, _, e, _ in entries(run, "openvino_default") if e is not None}
-
-
-def bf16_error_sentence(errors, run, route):
-    """errors: {(n, causal): max |error| against float64} of precision="bf16" on this build, on
-    the harness's inputs (bench.impls.inputs); route: how it ran its products (a key of
-    story.BF16_ROUTES). Compared shape by shape with OpenVINO's default precision in the run,
-    where the run has it."""
-    mine = "; ".join(f"{e:.1e} at {_shape(n, c)}" for (n, c), e in errors.items())
-    text = f"With bfloat16 products {BF16_ROUTES[route]}, this build's kernel was off from float64 by {mine}."
-    theirs = openvino_errors(run)
-    shared = [key for key in errors if key in theirs]
-    if precision(run, "openvino_default") == "float32" or not shared:
-        return text + " The published run has no reduced-precision OpenVINO error at these shapes to compare with."
-    compared_ = [f"{error_comparison(errors[key], theirs[key])} OpenVINO's {theirs[key]:.1e} at {_shape(*key)}"
-                 for key in shared]
-    return text + (f" That is {'; '.join(compared_)} (its default precision, {precision(run, 'openvino_default')}, "
-                   "in the published run, on the same inputs).")
-
-
-def simplex_sentence(reports):
-    """reports: {causal: invariants.RowReport} of weights computed with precision="bf16" (the
-    output for V = the identity is the weight matrix itself)."""
-    on = [c for c, r in reports.items() if r.on_simplex]
-    worst = max(r.worst_row_error for r in reports.values())
-    atol = min(r.atol for r in reports.values())
-    if len(on) == len(reports):
-        return (f"Every row of those weights is on the simplex: entries in [0, 1], and no row sum further than "
-                f"{worst:.1e} from 1, within the float32 tolerance of {atol:.1e}.")
-    return (f"Not every row of those weights is on the simplex ({', '.join(str(r) for r in reports.values())}): the "
-            f"worst row sum is {worst:.1e} from 1, against the float32 tolerance of {atol:.1e}.")
 
 
 def markdown(rows):
