@@ -476,13 +476,18 @@ def memory_bound(pub, t_k, t_q=1):
             "measured_s": _decode(pub, "jit", t_k, t_q), "share": read_share(pub, t_k, t_q)}
 
 
+def _bandwidth_source(pub):
+    """Where memory_bound()'s bandwidth comes from, as 'the X GB/s <this>' ends."""
+    return ("that a reader of a large array got in the same rounds" if paired(pub)
+            else "that the run measured reading a large array once")
+
+
 def memory_bound_sentence(pub):
     """Why decoding is memory-bound, from the run's own bandwidth and peak at its longest cache."""
     t_k = t_ks(pub)[-1]
     one, four = memory_bound(pub, t_k, 1), memory_bound(pub, t_k, 4)
     side = lambda m: "below" if m["intensity"] < one["ridge"] else "at or above"  # the ridge of T_q = 1's rounds
-    where = ("that a reader of a large array got in the same rounds" if paired(pub)
-             else "that the run measured reading a large array once")
+    where = _bandwidth_source(pub)
     text = (f"At T_k = {t_k} one step reads K and V once, {one['bytes'] / 2**20:.0f} MiB: at the "
             f"{one['bandwidth_gbs']:.1f} GB/s {where}, that takes {one['read_s'] * 1e3:.1f} ms, while its "
             f"{one['flops'] / 1e9:.2f} GFLOP take {one['compute_s'] * 1e3:.1f} ms at the run's sgemm peak of "
@@ -512,8 +517,7 @@ def gqa_read_sentence(pub):
     t_k = t_ks(pub)[-1]
     m = memory_bound(pub, t_k)
     group = s["h_q"] // s["h_kv"]
-    where = ("that a reader of a large array got in the same rounds" if paired(pub)
-             else "that the run measured reading a large array once")
+    where = _bandwidth_source(pub)
     text = (f"One new token with {s['h_q']} query heads over {s['h_kv']} kv heads (G = {group}), d = {s['d']}, "
             f"float32, against T_k = {t_k} cached keys reads {m['bytes'] / 2**20:.0f} MiB of K and V: "
             f"{m['read_s'] * 1e3:.1f} ms at the {m['bandwidth_gbs']:.1f} GB/s {where}. With a kv head for every "
