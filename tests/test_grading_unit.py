@@ -33,6 +33,31 @@ def test_message_names_the_misconception_input_and_fix():
     assert "How to fix:" in text
 
 
+
+@pytest.mark.parametrize("learner,named", [
+    (lambda Q, K: K @ Q.T / np.sqrt(Q.shape[-1]), "transposed score matrix (K Q^T)"),
+    (lambda Q, K: (_ for _ in ()).throw(NotImplementedError()), "not written yet"),
+    (lambda Q, K: Q @ K.T / np.sqrt(Q.shape[-1]), ""),
+])
+def test_a_verdict_carries_what_its_first_line_names(learner, named):
+    """Verdict.misconception is the headline of the feedback's first line (empty on a pass),
+    so a report can count mistakes without reading the text."""
+    spec = SPECS["attention_scores"]
+    verdict = run_suite(spec, "basic", lambda arguments, _: Outcome(**_called(learner, arguments)))
+    assert verdict.misconception == named
+    assert verdict.passed == (named == "")
+    if named:
+        assert verdict.message.splitlines()[0].startswith(f"attention_scores: {named}")
+
+
+def _called(function, arguments):
+    """The Outcome fields of calling function in this process."""
+    try:
+        return {"returned": function(*copy.deepcopy(arguments).values()),
+                "arguments_after": arguments}
+    except Exception as error:
+        return {"raised": (type(error).__name__, str(error))}
+
 @pytest.mark.parametrize("function,learner,scale", [
     ("attention_scores", lambda Q, K: Q @ K.T / Q.shape[-1],
      r"0\.25 \(1/d_k: the 1/sqrt\(d_k\) applied twice\)"),

@@ -59,6 +59,7 @@ class CellVerdict:
     suite: str = ""  # the suite that was run
     load_problem: str = ""  # what the function's own cell did when loaded ("raised ...")
     stood_in: tuple = ()  # the wrong functions it calls, replaced by references when graded again
+    misconception: str = ""  # what the feedback's first line names (engine.Verdict.misconception)
 
     def text(self, how=True):
         """What the learner reads in the cell's output (at most MAX_TEXT characters); how:
@@ -198,7 +199,8 @@ class Session:
                                load_problem=self.load_problems.get(function, ""))
         return CellVerdict(verdict.passed, verdict.message, self._notes(function, verdict),
                            self.how, cases=len(spec.suites[suite]), suite=suite,
-                           load_problem=self.load_problems.get(function, ""))
+                           load_problem=self.load_problems.get(function, ""),
+                           misconception=verdict.misconception)
 
     def _run(self, function, suite, stand_ins=()):
         """(Verdict, [why the function is not defined], {stand-ins the calls used}) of one
@@ -273,7 +275,7 @@ class Session:
                 f"in {function} itself")
         return CellVerdict(False, verdict.message, (note, *self._notes(function, verdict)),
                            self.how, load_problem=self.load_problems.get(function, ""),
-                           stood_in=tuple(sorted(used)))
+                           stood_in=tuple(sorted(used)), misconception=verdict.misconception)
 
     def _notes(self, function, verdict):
         if function in self.load_problems:

@@ -153,13 +153,11 @@ def report(assignment, grades, written=()):
 
 def misconception_of(function, verdict):
     """The catalogued misconception a failed verdict names, or None (passed, not written,
-    did not finish, a mistake no catalogue entry explains). Read from the feedback's first
-    line, "function: headline", which is the misconception's name when one was recognised."""
-    if verdict.passed or not verdict.message:
+    did not finish, a mistake no catalogue entry explains)."""
+    if verdict.passed:
         return None
-    headline = verdict.message.splitlines()[0].removeprefix(f"{function}: ")
     names = {m.name for m in SPECS[function].misconceptions} | set(GENERIC)
-    return headline if headline in names else None
+    return verdict.misconception if verdict.misconception in names else None
 
 
 def as_json(path, assignment, grades, written, seed):

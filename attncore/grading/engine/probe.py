@@ -36,6 +36,9 @@ MEMORY_UNMEASURED = "memory use could not be measured"
 ROUNDED = "right values, rounded"
 SCALED = "right values times a constant factor"
 WRONG_ORDER = "results returned in the wrong order"
+DID_NOT_FINISH = "did not finish"
+NOT_WRITTEN = "not written yet"
+FORBIDDEN = "called a function the exercise forbids"
 GENERIC = (INPUT_MODIFIED, SHAPE_OR_DTYPE, NAN_OR_INF, MATERIALISED, MEMORY_UNMEASURED, ROUNDED,
            SCALED, WRONG_ORDER)
 VISIBLE_SUITES = ("basic",)  # the cases a notebook shows; every other suite is hidden
@@ -238,6 +241,7 @@ class Verdict:
     passed: bool
     message: str = ""
     notes: tuple = ()
+    misconception: str = ""  # what the message's first line names: a mistake, or what went wrong
 
 
 def run_suite(spec, suite, call, seed=None):
@@ -258,41 +262,46 @@ def run_suite(spec, suite, call, seed=None):
         notes += [note for note in dict.fromkeys(outcome.notes) if note not in notes]
         failure = _failure(spec, case, arguments, outcome, expected)
         if failure is not None:
-            return Verdict(False, failure, tuple(notes))
+            headline, text = failure
+            return Verdict(False, text, tuple(notes), headline)
     return Verdict(True, "", tuple(notes))
 
 
 def _failure(spec, case, pristine, outcome, expected):
-    """The learner-facing message for the first problem of this case, or None."""
+    """(headline, learner-facing message) for the first problem of this case, or None; the
+    headline is what the message's first line names (a misconception, or what went wrong)."""
     if outcome.stopped is not None:
-        return message(spec.name, "did not finish", case.description, pristine,
-                       detail=outcome.stopped, show_values=False,
-                       fix="run it on the input above in a cell of your own: look for a loop "
-                           "that never ends, or code that stops the interpreter.")
+        return DID_NOT_FINISH, message(
+            spec.name, DID_NOT_FINISH, case.description, pristine, detail=outcome.stopped,
+            show_values=False, fix="run it on the input above in a cell of your own: look for a "
+                                   "loop that never ends, or code that stops the interpreter.")
     if outcome.raised is not None:
         return _raised(spec, case, pristine, *outcome.raised)
     failure = _diagnose(spec, case, pristine, outcome, expected)
     if failure is None:
         return None
     headline, detail, fix = failure
-    return message(spec.name, headline, case.description, pristine, outcome.returned, expected,
-                   detail, fix)
+    return headline, message(spec.name, headline, case.description, pristine, outcome.returned,
+                             expected, detail, fix)
 
 
 def _raised(spec, case, pristine, error_type, error_message):
+    """(headline, message) of a call that raised."""
     if error_type == "NotImplementedError":
-        return f"{spec.name}: not written yet. Replace `raise NotImplementedError()` with your code."
+        return NOT_WRITTEN, (f"{spec.name}: {NOT_WRITTEN}. Replace `raise NotImplementedError()` "
+                             f"with your code.")
     if error_type == "ForbiddenCall":
-        return (f"{spec.name}: you called {error_message}, which this exercise does not allow (it "
-                f"is what you are asked to write, or it would do the work for you). Use NumPy "
-                f"and the helpers the exercise allows instead.")
+        return FORBIDDEN, (f"{spec.name}: you called {error_message}, which this exercise does not "
+                           f"allow (it is what you are asked to write, or it would do the work for "
+                           f"you). Use NumPy and the helpers the exercise allows instead.")
     named, detail = recognise_error(spec, pristine, error_type, error_message)
     raised = f"your function raised {error_type}: {error_message}"
     detail = "\n".join(filter(None, [raised, detail])) if named else ""
-    return message(spec.name, named.name if named else raised, case.description, pristine,
-                   detail=detail, show_values=False,
-                   fix=named.fix if named else "run it on the input above in a cell of your own "
-                                               "and read the traceback.")
+    headline = named.name if named else raised
+    return (named.name if named else f"raised {error_type}"), message(
+        spec.name, headline, case.description, pristine, detail=detail, show_values=False,
+        fix=named.fix if named else "run it on the input above in a cell of your own and read "
+                                    "the traceback.")
 
 
 def recognise_error(spec, arguments, error_type, error_message):
