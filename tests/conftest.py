@@ -128,8 +128,6 @@ TESTS = {
     "test_bench_peers.py::test_peer_agrees_with_float64": SLOW,
     "test_bench_peers.py::test_peer_decodes_grouped_query_heads": SLOW,
     "test_bench_peers.py::test_jit_bf16_peers_are_timed_against_the_float32_path_with_their_own_bound": SLOW,
-    # the book's claim about transformers' sdpa path needs PyTorch and transformers
-    "test_book_claims_part2.py::test_transformers_sdpa_gives_no_weights_and_eager_does": MODEL,
     # whole notebooks through the runner's worker
     "test_stand_ins.py::test_a_wrong_upstream_costs_its_own_points_only": PIPELINE,
     "test_stand_ins.py::test_a_downstream_mistake_of_its_own_is_named_with_the_reference_upstream": PIPELINE,

@@ -172,6 +172,10 @@ def test_the_model_folder_gives_three_limits_and_tokenize_cuts_at_none():
 # Chapter 9, "Fused kernels and output_attentions": with the pinned transformers, a BertModel
 # loaded with its default sdpa attention logs a warning and returns no weights when a call
 # asks for output_attentions, and refuses them in its configuration; eager returns them.
+# Tier "model" on this test alone (PyTorch and transformers), marked here so that it holds
+# whether the tiers are read from conftest.py's FILES or from each file's markers.
+@pytest.mark.slow
+@pytest.mark.model
 def test_transformers_sdpa_gives_no_weights_and_eager_does(caplog):
     torch = pytest.importorskip("torch")
     pytest.importorskip("transformers")
