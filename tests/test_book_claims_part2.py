@@ -8,7 +8,7 @@ from unittest import mock
 import numpy as np
 import pytest
 
-from attncore import flash, masks, softmax
+from attncore import flash, masks, softmax, softmax_one
 from attncore.invariants import check_rows
 
 
@@ -45,13 +45,69 @@ def test_a_sliding_window_needs_about_w_over_b_key_blocks_per_query_block(t, blo
         assert needed <= (block + window - 2) // block + 2           # blocks an interval can touch
 
 
-# Chapter 8, "Differential attention": each row sums to exactly 1 - lambda, entries in (-lambda, 1).
-@pytest.mark.parametrize("lam", [0.2, 0.5, 0.8])
+# Chapter 8, "Sigmoid attention": with the bias -log n a row of zero scores sums to n / (n + 1);
+# a row of equal scores c sums to n / (1 + n e^-c), which is another number for every c != 0
+# and runs from near 0 to near n.
+def test_sigmoid_attention_sums_n_over_n_plus_one_for_zero_scores_only():
+    def row_sum(scores):
+        return (1 / (1 + np.exp(-(scores - np.log(scores.size))))).sum()
+
+    for n in (4, 64, 1024):
+        assert np.isclose(row_sum(np.zeros(n)), n / (n + 1))
+        for c in (-5.0, -0.5, 0.5, 5.0):
+            total = row_sum(np.full(n, c))
+            assert np.isclose(total, n / (1 + n * np.exp(-c)))
+            assert not np.isclose(total, n / (n + 1))
+        assert row_sum(np.full(n, -30.0)) < 1e-6 and row_sum(np.full(n, 30.0)) > n - 1e-3
+
+
+# Chapter 8, "Differential attention": each row sums to exactly 1 - lambda for every lambda; for
+# lambda >= 0 (also above 1) the entries lie in (-lambda, 1), for lambda < 0 in (0, 1 - lambda);
+# no row with lambda != 0 is on the simplex, and a row with lambda > 0 is sub-stochastic until
+# the second map outweighs the first on a key.
+@pytest.mark.parametrize("lam", [0.2, 0.5, 0.8, 1.5, -0.3])
 def test_differential_rows_sum_to_one_minus_lambda(lam):
     rng = np.random.default_rng(1)
-    A = softmax(3 * rng.normal(size=(50, 16))) - lam * softmax(3 * rng.normal(size=(50, 16)))
+    first, second = softmax(3 * rng.normal(size=(2, 50, 16)))
+    A = first - lam * second
     assert np.allclose(A.sum(-1), 1 - lam, atol=1e-12)
-    assert A.min() > -lam and A.max() < 1
+    low, high = (-lam, 1) if lam >= 0 else (0, 1 - lam)
+    assert A.min() > low and A.max() < high
+    assert not check_rows(A).on_simplex
+    if 0 < lam < 1:
+        assert A.min() < 0 and not check_rows(A).sub_stochastic
+        assert check_rows(first - lam * first).sub_stochastic      # never outweighed: no sign
+
+
+# Appendix, softmax-1 in floating point (and chapter 8's mistake 1): a computed entry stays in
+# [0, 1], while the rounded entries of a row can add up to a few ulps above 1, within the atol
+# that sub_stochastic allows; the appendix's rows of eight scores around 50 show it.
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_softmax_one_entries_stay_at_most_one_while_sums_can_pass_it(dtype):
+    rng = np.random.default_rng(7)
+    for level, n in [(0.0, 3), (50.0, 8), (50.0, 64), (500.0, 16)]:
+        A = softmax_one((level + 5 * rng.normal(size=(2000, n))).astype(dtype))
+        assert A.min() >= 0 and A.max() <= 1
+        assert check_rows(A).sub_stochastic
+    sums = softmax_one(50.0 + np.random.default_rng(1).normal(size=(1000, 8))).sum(-1)
+    assert (sums > 1).any() and sums.max() <= 1 + 4 * np.finfo(np.float64).eps
+
+
+# Chapter 9, "Which input tokens does the last layer draw on?": half of each layer's head-mean
+# weights plus half the identity is row-stochastic, and so is the product over the layers
+# (attention rollout), checked against sums over every path through the layers.
+def test_rollout_of_row_stochastic_layers_is_row_stochastic():
+    rng = np.random.default_rng(9)
+    layers = [softmax(2 * rng.normal(size=(4, 5, 5))).mean(0) for _ in range(3)]   # heads averaged
+    mixed = [0.5 * A + 0.5 * np.eye(5) for A in layers]
+    rollout = mixed[2] @ mixed[1] @ mixed[0]
+    paths = np.zeros((5, 5))
+    for i in range(5):
+        for j in range(5):
+            paths[i, j] = sum(mixed[2][i, a] * mixed[1][a, b] * mixed[0][b, j]
+                              for a in range(5) for b in range(5))
+    assert np.allclose(rollout, paths, rtol=1e-13, atol=0)
+    assert rollout.min() >= 0 and check_rows(rollout).on_simplex
 
 
 def softpick_reference(s, eps=1e-6):
@@ -111,3 +167,39 @@ def test_the_model_folder_gives_three_limits_and_tokenize_cuts_at_none():
     assert (file_cut, st, model.config.max_positions) == (128, 256, 512)
     n = bert.tokenize(model, [" ".join(["word"] * 300)]).ids.shape[1]
     assert n == 302
+
+
+# Chapter 9, "Fused kernels and output_attentions": with the pinned transformers, a BertModel
+# loaded with its default sdpa attention logs a warning and returns no weights when a call
+# asks for output_attentions, and refuses them in its configuration; eager returns them.
+# Tier "model" on this test alone (PyTorch and transformers), marked here so that it holds
+# whether the tiers are read from conftest.py's FILES or from each file's markers.
+@pytest.mark.slow
+@pytest.mark.model
+def test_transformers_sdpa_gives_no_weights_and_eager_does(caplog):
+    torch = pytest.importorskip("torch")
+    pytest.importorskip("transformers")
+    from transformers import AutoTokenizer, BertModel
+    from transformers.utils import logging as hf_logging
+
+    from attncore import bert
+
+    path = bert.load().path
+    inputs = AutoTokenizer.from_pretrained(path, local_files_only=True)(["The cat sat."], return_tensors="pt")
+    sdpa = BertModel.from_pretrained(path, local_files_only=True).eval()
+    assert sdpa.config._attn_implementation == "sdpa"
+    hf_logging.warning_once.cache_clear()
+    hf_logging.enable_propagation()
+    try:
+        with torch.no_grad(), caplog.at_level("WARNING", logger="transformers"):
+            out = sdpa(**inputs, output_attentions=True)
+    finally:
+        hf_logging.disable_propagation()
+    assert not out.attentions
+    assert "output_attentions" in caplog.text
+    with pytest.raises(ValueError, match="output_attentions"):
+        sdpa.config.output_attentions = True
+    eager = BertModel.from_pretrained(path, local_files_only=True, attn_implementation="eager").eval()
+    with torch.no_grad():
+        weights = eager(**inputs, output_attentions=True).attentions
+    assert len(weights) == eager.config.num_hidden_layers
