@@ -5,6 +5,7 @@ the claim fails here rather than on a reader's screen.
 """
 import math
 import re
+from fractions import Fraction
 from pathlib import Path
 
 import numpy as np
@@ -38,6 +39,78 @@ def test_stored_bf16_rows_meet_the_n_independent_tolerance(n):
     err = np.abs(stored.sum(axis=-1) - 1).max()
     assert err <= EPS_BF16 / 2 + default_atol(n, np.float32)
 
+
+
+# Chapter 2, "Entries that round to exactly 0 or exactly 1": a softmax with its max and sum in
+# float32 whose weights are then stored in half precision gives an exact 1 from a score gap of
+# about ln(4 / eps) (the spacing just below 1 is eps / 2), ln 2^9 in bfloat16.
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+def test_stored_half_weight_is_exactly_one_from_a_gap_of_ln_4_over_eps(dtype):
+    gaps = np.arange(0, 20, 0.001)
+    top = softmax(np.stack([np.zeros_like(gaps), -gaps], axis=-1).astype(np.float32))[:, 0]
+    stored = round_to_bfloat16(top) if dtype == "bfloat16" else top.astype(np.float16)
+    eps = EPS_BF16 if dtype == "bfloat16" else float(np.finfo(np.float16).eps)
+    first_one = gaps[np.argmax(stored == 1)]
+    assert np.all(stored[gaps >= first_one] == 1)
+    assert abs(first_one - math.log(4 / eps)) < 0.01
+
+
+# Chapter 2, "Weights stored in bfloat16": eps_bf16 / 2 equals the float32 tolerance 4 n eps_32
+# at n = 8192, exceeds it below and falls under it above.
+def test_bf16_half_eps_meets_the_float32_tolerance_at_8192_keys():
+    assert EPS_BF16 / 2 == default_atol(8192, np.float32)
+    assert default_atol(8191, np.float32) < EPS_BF16 / 2 < default_atol(8193, np.float32)
+
+
+# Chapter 2, follow-up "all scores equal": the library gives 1/n correctly rounded, which is
+# exact only when n is a power of two.
+def test_equal_scores_give_one_over_n_correctly_rounded():
+    for n in range(1, 300):
+        row = softmax(np.full(n, -3.25))
+        assert np.all(row == np.float64(1) / n), n
+        power_of_two = n & (n - 1) == 0
+        assert (Fraction(float(row[0])) == Fraction(1, n)) == power_of_two, n
+
+
+# Chapter 3, "Mask conventions across libraries": the paragraph says which rows the tests run
+# and where; the rows it calls untested have no test, the optional libraries are skipped
+# where they are missing, and the always-run rows need only the model-test extra.
+def test_chapter_3_says_which_convention_rows_are_tested():
+    text = " ".join(page("03-masking.md").split())
+    tests = (ROOT / "tests" / "test_mask_conventions.py").read_text(encoding="utf-8")
+    assert "`window_size` and `flash_attn_varlen_func` rows have no test yet" in text
+    assert "window_size" not in tests and "varlen" not in tests
+    for module in ("xformers", "flash_attn", "jax", "flax", "keras"):
+        assert re.search(rf'importorskip\("{module}[".]', tests), module
+    for module in ("torch", "transformers"):
+        assert re.search(rf'importorskip\("{module}", reason="[^"]*model-test extra', tests), module
+
+
+# Chapter 5, "Which coordinates turn together": RoPE pairing (2i, 2i+1) (RoFormer, Meta's Llama,
+# written here with complex numbers) and pairing (i, i + d/2) (Hugging Face's rotate_half) give
+# different scores on the same q, k, and the same scores once q and k (that is, W_Q and W_K) are
+# permuted from interleaved pairs to halves.
+def test_rope_pairings_agree_only_after_the_conversion_permutation():
+    rng = np.random.default_rng(9)
+    d, T = 16, 11
+    q, k = rng.normal(size=(2, T, d))
+    pos = np.arange(T)
+    theta = 10000.0 ** (-np.arange(0, d, 2) / d)
+    turn = np.exp(1j * pos[:, None] * theta[None, :])            # (T, d/2)
+
+    def interleaved(x):                                           # complex pairs (x_2i, x_2i+1)
+        z = (x[:, 0::2] + 1j * x[:, 1::2]) * turn
+        return np.stack([z.real, z.imag], axis=-1).reshape(T, d)
+
+    def halves(x):                                                # complex pairs (x_i, x_i+d/2)
+        z = (x[:, : d // 2] + 1j * x[:, d // 2:]) * turn
+        return np.concatenate([z.real, z.imag], axis=-1)
+
+    to_halves = np.concatenate([np.arange(0, d, 2), np.arange(1, d, 2)])
+    s_meta = interleaved(q) @ interleaved(k).T
+    assert np.abs(halves(q) @ halves(k).T - s_meta).max() > 0.1
+    np.testing.assert_allclose(halves(q[:, to_halves]) @ halves(k[:, to_halves]).T, s_meta,
+                               rtol=0, atol=1e-12)
 
 # Chapter 7, "exp2 with log2 e folded into the scale": r = x - floor(x) is exact in float32
 # for x <= -1 and rounded by at most 2^-25 for -1 < x < 0.
