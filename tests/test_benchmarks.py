@@ -7,7 +7,7 @@ import pytest
 
 import attncore
 from attncore import bench, masks
-from attncore.bench import impls, timing
+from attncore.bench import impls, stopwatch, timing
 
 from benchmarks import harness
 
@@ -120,7 +120,7 @@ def test_perf_output_is_read_and_a_missing_counter_is_never_a_count(monkeypatch)
 
 def test_thread_scaling_pairs_the_rounds():
     calls = []
-    scaling = timing.thread_scaling(lambda n: (lambda: calls.append(n)), counts=(1, 2), repeats=3, pause=0, warmup=0)
+    scaling = stopwatch.thread_scaling(lambda n: (lambda: calls.append(n)), counts=(1, 2), repeats=3, pause=0, warmup=0)
     assert calls.count(1) == calls.count(2) == 6          # each timed call after one untimed one (no warm-up)
     assert set(scaling["seconds"]) == {1, 2} and scaling["speedup"][1] == 1.0
     per_core = bench.machine.threads_per_core()

@@ -17,7 +17,7 @@ from . import machine, peers
 
 if importlib.util.find_spec("torch") is not None:
     # Imported now, before Numba starts its OpenMP thread pool: with the two OpenMP runtimes
-    # loaded the other way round, PyTorch's SDPA ran 3 to 7 times slower on the course machine.
+    # loaded the other way round, PyTorch's SDPA ran several times slower (benchmarks/NOTES.md).
     import torch  # noqa: F401
 
 

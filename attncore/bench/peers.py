@@ -23,8 +23,7 @@ import importlib.util
 import numpy as np
 
 # Largest max |error| against float64 each precision may show before a peer's row is
-# reported as skipped instead of timed. float32 kernels measured below 1e-6 at d = 64 and
-# 128 up to N = 16384; bfloat16 products (8 significant bits) measured 4e-4 to 9e-3.
+# reported as skipped instead of timed: well above what each precision gives (benchmarks/NOTES.md).
 TOLERANCE = {"float32": 1e-5, "bfloat16": 3e-2}
 
 
@@ -154,7 +153,8 @@ class OnnxRuntime(Peer):
         from onnx import helper
 
         graph = helper.make_graph(nodes, self.name, inputs, outputs)
-        model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("com.microsoft", 1)])
+        opsets = [helper.make_opsetid("", 17), helper.make_opsetid("com.microsoft", 1)]
+        model = helper.make_model(graph, opset_imports=opsets)
         options = ort.SessionOptions()
         options.intra_op_num_threads, options.inter_op_num_threads = threads, 1
         return ort.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"])
@@ -168,8 +168,11 @@ class OnnxRuntime(Peer):
 
         is_causal, masked = _square_causal(causal, t_q, t_k)
         if masked:
-            raise Unsupported("MultiHeadAttention's unidirectional mask is top-left; bottom-right with T_q > 1 not wired")
-        flat = lambda x: np.ascontiguousarray(x.transpose(0, 2, 1, 3).reshape(b, x.shape[2], -1))
+            raise Unsupported("MultiHeadAttention's unidirectional mask is top-left; "
+                              "bottom-right with T_q > 1 not wired")
+
+        def flat(x):
+            return np.ascontiguousarray(x.transpose(0, 2, 1, 3).reshape(b, x.shape[2], -1))
         feed = {"query": flat(q), "key": flat(k), "value": flat(v)}
         inputs = [helper.make_tensor_value_info(name, TensorProto.FLOAT, list(x.shape)) for name, x in feed.items()]
         output = helper.make_tensor_value_info("output", TensorProto.FLOAT, [b, t_q, h_q * d])
@@ -192,7 +195,8 @@ class OnnxRuntime(Peer):
         h_kv, t_k = k.shape[1], k.shape[2]
         if t_q > 1 and not causal:
             raise Unsupported("GroupQueryAttention is always causal (bottom-right); non-causal T_q > 1 not wired")
-        info = lambda name, shape, kind=TensorProto.FLOAT: helper.make_tensor_value_info(name, kind, shape)
+        def info(name, shape, kind=TensorProto.FLOAT):
+            return helper.make_tensor_value_info(name, kind, shape)
         inputs = [info("query", [b, t_q, h_q * d]), info("key", [b, t_q, h_kv * d]), info("value", [b, t_q, h_kv * d]),
                   info("past_key", [b, h_kv, t_k, d]), info("past_value", [b, h_kv, t_k, d]),
                   info("seqlens_k", [b], TensorProto.INT32), info("total_sequence_length", [], TensorProto.INT32)]
@@ -204,7 +208,8 @@ class OnnxRuntime(Peer):
         # The cache holds all T_k keys; the last T_q are also this step's new key/value, which
         # the op writes into the shared buffer at the positions where they already are.
         cache_k, cache_v = (ort.OrtValue.ortvalue_from_numpy(np.ascontiguousarray(x)) for x in (k, v))
-        flat = lambda x: np.ascontiguousarray(x.transpose(0, 2, 1, 3).reshape(b, x.shape[2], -1))
+        def flat(x):
+            return np.ascontiguousarray(x.transpose(0, 2, 1, 3).reshape(b, x.shape[2], -1))
         binding = session.io_binding()
         binding.bind_cpu_input("query", flat(q))
         binding.bind_cpu_input("key", flat(k[:, :, t_k - t_q:]))
@@ -373,6 +378,9 @@ PEERS = {peer.name: peer for peer in (
 # The yardsticks of jit (float32): every row of a peer table is one of these over jit's time.
 # The bfloat16 paths of jit are timed the same way, so that their row reads as the float32
 # path's speed-up: jit time / bf16 time = 1 / ratio.
+TITLES = {"jit": "attncore.jit", "torch": "PyTorch SDPA", "onnxruntime": "ONNX Runtime",
+          "openvino_f32": "OpenVINO f32", "openvino_default": "OpenVINO default", "jax": "JAX",
+          "jit_bf16": "jit bf16", "jit_bf16_emulated": "jit bf16 emulated"}  # in the order of the tables
 PEER_NAMES = ("torch", "onnxruntime", "openvino_f32", "openvino_default", "jax", "jit_bf16", "jit_bf16_emulated")
 
 

@@ -2,14 +2,11 @@
 
 Each of Numba's threads sums its share of the rows (ROW floats each, 512 bytes in float32,
 a row of K at d = 128) and asks the CPU for the row PREFETCH_ROWS ahead of the one it
-reads, as the decode kernel asks for K. A roof must be the best a plain reader can do: on
-a 2-core Emerald Rapids VM (2 threads, 1 GiB), np.dot of the array with itself, the
-harness's reader before this one, measured 11-20 GB/s from run to run, this one 22-29 GB/s
-in the same minutes, and the decode kernel read K and V at 16-17, "above the roof".
+reads, as the decode kernel asks for K. A roof must be the best a plain reader can do, and a
+plain np.dot of the array with itself was slower than the decode kernel (benchmarks/NOTES.md).
 
-The same VM's read roof, measured once per harness run, then moved 2x from run to run (26,
-20 and 14 GB/s in 40 minutes), so a share against it said more about the minute than about
-the kernel. So the decode scenario (attncore.bench.decode) also times two readers in every
+A bandwidth measured once moves from run to run on a shared machine, so the decode scenario
+(attncore.bench.decode) also times two readers in every
 round, beside the implementations: memory_reader, a large array of its own (the memory's
 bandwidth in that round), and kv_reader, the step's own K and V (how fast any reader gets
 those bytes, from wherever they sit, a cache included).
