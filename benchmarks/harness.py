@@ -73,8 +73,10 @@ def parse_args(argv=None):
     parser.add_argument("--publish", action="store_true",
                         help=f"the book's run: every size, peer and decoding length, into {PUBLISHED}")
     args = parser.parse_args(argv)
-    if args.publish:
-        args.sizes, args.impls, args.quick, args.decode_long = None, None, False, True
+    if args.publish:  # the published settings, whatever else the command line says
+        args.sizes = args.impls = args.decode_t_k = args.repeats = None
+        args.quick = args.decode_only = args.no_rss = args.no_compile_check = False
+        args.decode_long, args.pause = True, stopwatch.PAUSE
     args.decode = args.decode or args.decode_only or args.decode_long or bool(args.decode_t_k)
     longest = (bench.decode.LONG_T_K,) if args.decode_long else ()
     args.decode_t_k = tuple(args.decode_t_k or bench.decode.T_KS) + longest

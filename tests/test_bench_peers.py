@@ -201,8 +201,8 @@ def test_a_peer_is_checked_before_it_is_timed_and_reported_when_skipped(fake_pee
 
 def test_decode_rows_report_bandwidth_and_skips(fake_peers):
     roof = {"threads": 2, "read_gbs": 10.0, "copy_gbs": 8.0, "last_level_cache_bytes": 2**20}
-    out = decode.run(t_ks=(64,), t_qs=(1, 2), names=("good", "wrong", "broken"), repeats=3, pause=0, threads=2, roof=roof,
-                     h_q=4, h_kv=2, d=8, mib=4)
+    out = decode.run(t_ks=(64,), t_qs=(1, 2), names=("good", "wrong", "broken"), repeats=3, pause=0, threads=2,
+                     roof=roof, h_q=4, h_kv=2, d=8, mib=4)
     rows = {(r["impl"], r["t_q"]): r for r in out["rows"]}
     assert len(rows) == 6 and out["settings"]["pause_s"] == 0 and out["settings"]["warmup_s"] == stopwatch.WARMUP
     good = rows["good", 2]

@@ -29,6 +29,25 @@ def test_smoke_run_writes_every_field(tmp_path, capsys):
     [ratios] = results["ratios"]
     assert ratios["n"] == 64 and ("jit" not in names or ratios["jit_vs_naive_full"] > 0)
     assert "jit/torch" in capsys.readouterr().out
+    # what the book's method boxes read: the commit, the method as run, the machine's caches and clock
+    method = results["settings"]["method"]
+    assert method["pause_s"] == stopwatch.PAUSE and method["warmup_s"] == stopwatch.WARMUP
+    assert method["thread_policy"]["workers"] == bench.isolated.WORKER_ENV and method["repeats"] == 1
+    assert results["machine"]["source"]["commit"] and "attncore_modified" in results["machine"]["source"]
+    assert "last_level_cache_bytes" in results["machine"] and "l1_data_cache_bytes" in results["machine"]
+    clock = results["peak"]["measured_clock"]
+    assert clock is None or clock["ghz"] > 0
+    assert bandwidth["array_mib"] >= 1024                     # one array size for every bandwidth of a run
+
+
+def test_publish_names_the_file_by_its_date_cpu_and_commit():
+    info = {"date": "2026-12-06T03:00:00+00:00", "cpu": "AMD EPYC 9R14 96-Core Processor", "cores": 2,
+            "source": {"commit": "0123456789abcdef"}}
+    assert harness.published_path(info).name == "2026-12-06-amd-epyc-9r14-96-core-processor-2-cores-0123456789.json"
+    info["jit"] = {"cpu_name": "znver4"}
+    assert harness.published_path(info) == harness.PUBLISHED / "2026-12-06-znver4-2-cores-0123456789.json"
+    args = harness.parse_args(["--publish", "--sizes", "64"])
+    assert args.sizes == harness.SIZES and args.decode and bench.decode.LONG_T_K in args.decode_t_k
 
 
 def test_ratios_pair_the_calls_of_each_repeat():
@@ -77,7 +96,7 @@ def test_blas_threads_restores_the_count():
 
 def test_published_results_meet_their_own_description():
     """The committed run that chapter 7 reads: every size, the jit path, both peaks, the ratios."""
-    pub = bench.published()
+    pub = bench.published("chapter7")
     assert pub["settings"]["sizes"] == list(harness.SIZES)
     assert {"path", "mr", "nr"} <= set(pub["machine"]["jit"])
     assert pub["peak"]["theoretical"]["gflops"] and pub["peak"]["measured_gflops"]

@@ -54,7 +54,8 @@ def tile_ratios(run: dict) -> dict[tuple[int, bool], float]:
     out = {}
     for n in run["settings"]["sizes"]:
         for causal in (False, True):
-            tiles, text = (lookup(run["rows"], n, causal, name, "repeat_seconds") for name in ("numpy_flash", "textbook"))
+            tiles, text = (lookup(run["rows"], n, causal, name, "repeat_seconds")
+                           for name in ("numpy_flash", "textbook"))
             if tiles and text:
                 out[(n, causal)] = paired(text, tiles)
     return out
@@ -94,7 +95,8 @@ def t_ks(run: dict) -> list[int]:
 
 def over_jit(run: dict, impl: str, t_k: int, t_q: int) -> float | None:
     """A decoding peer's time over jit's, the median over the rounds of the ratio within a round."""
-    return paired(decode_value(run, "jit", t_k, t_q, "repeat_seconds"), decode_value(run, impl, t_k, t_q, "repeat_seconds"))
+    mine, theirs = (decode_value(run, name, t_k, t_q, "repeat_seconds") for name in ("jit", impl))
+    return paired(mine, theirs)
 
 
 def reader_rounds(run: dict, reader: str, t_k: int, t_q: int = 1) -> list[float]:

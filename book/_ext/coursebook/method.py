@@ -11,8 +11,10 @@ def _ms(seconds: float | None) -> str | None:
 
 
 def method_box(run: dict) -> dict[str, str]:
-    """{line title: text} of one run of the harness (its "machine" and "settings")."""
-    machine, settings = run.get("machine") or {}, run.get("settings") or {}
+    """{line title: text} of one run of the harness (its "machine" and "settings"; a run of the
+    decode scenario alone keeps its settings in "decode")."""
+    machine = run.get("machine") or {}
+    settings = run.get("settings") or (run.get("decode") or {}).get("settings") or {}
     source = machine.get("source") or {}
     jit = machine.get("jit") or {}
     method = settings.get("method") or {}
