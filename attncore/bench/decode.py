@@ -33,19 +33,20 @@ NAMES = ("jit", "torch", "onnxruntime", "openvino_f32", "openvino_default", "jax
 READERS = ("memory_read", "kv_read")  # timed in each round, before the implementations (see above)
 
 
-def kv_bytes(t_k, h_kv=H_KV, d=D, batch=1, itemsize=4):
+def kv_bytes(t_k: int, h_kv: int = H_KV, d: int = D, batch: int = 1, itemsize: int = 4) -> int:
     """Bytes of K and V, each read once."""
     return 2 * batch * h_kv * t_k * d * itemsize
 
 
-def inputs(t_q, t_k, h_q=H_Q, h_kv=H_KV, d=D, seed=0):
+def inputs(t_q: int, t_k: int, h_q: int = H_Q, h_kv: int = H_KV, d: int = D,
+           seed: int = 0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     rng = np.random.default_rng(seed)
     q = rng.standard_normal((1, h_q, t_q, d), dtype=np.float32)
     k, v = (rng.standard_normal((1, h_kv, t_k, d), dtype=np.float32) for _ in range(2))
     return q, k, v
 
 
-def roofs(threads, repeats=3):
+def roofs(threads: int, repeats: int = 3) -> dict:
     """Measured bandwidth for `threads` threads, GB/s, once: read once (the decode roof) and copy,
     on an array of memory_mib()."""
     cache, mib = machine.last_level_cache_bytes(), machine.memory_mib()
@@ -166,7 +167,7 @@ def _read_row(name, t_k, t_q, reader, note, times, cpu):
     return row
 
 
-def chunk_over_single(rows, impl, t_k):
+def chunk_over_single(rows: list[dict], impl: str, t_k: int) -> float | None:
     """Time at T_q = 4 over time at T_q = 1 (medians; the calls ran in different rounds)."""
     one, four = (next((r.get("seconds") for r in rows if (r["impl"], r["t_k"], r["t_q"]) == (impl, t_k, t_q)), None)
                  for t_q in (1, 4))

@@ -31,13 +31,6 @@ class Unsupported(Exception):
     """This peer cannot compute this case (the message says why)."""
 
 
-def version(package):
-    try:
-        return importlib.metadata.version(package)
-    except importlib.metadata.PackageNotFoundError:
-        return None
-
-
 def _square_causal(causal, t_q, t_k):
     """True, False or "bottom_right" -> (is_causal for a square peer flag, needs an explicit mask)."""
     if not causal:
@@ -49,12 +42,12 @@ def _square_causal(causal, t_q, t_k):
     return False, t_q > 1  # bottom-right with one query row masks nothing
 
 
-def allowed(t_q, t_k):
+def allowed(t_q: int, t_k: int) -> np.ndarray:
     """Bottom-right causal mask (T_q, T_k), True = may attend."""
     return np.arange(t_k)[None, :] <= np.arange(t_q)[:, None] + (t_k - t_q)
 
 
-def float64_reference(q, k, v, causal=False):
+def float64_reference(q: np.ndarray, k: np.ndarray, v: np.ndarray, causal: bool | str = False) -> np.ndarray:
     """Exact enough: float64 NumPy, one kv head at a time with its G query heads (no repeat)."""
     b, h_q, t_q, d = q.shape
     h_kv, t_k = k.shape[1], k.shape[2]
@@ -136,7 +129,8 @@ class TorchSDPA(Peer):
             return sdpa(tq, tk, tv, **kwargs)
 
         details = {"backend": backend, "layout": "(B, H, T, d)", "threads": torch.get_num_threads(),
-                   "version": version("torch"), "enable_gqa": gqa, "mask": "bool (T_q, T_k)" if masked else None,
+                   "version": importlib.metadata.version("torch"), "enable_gqa": gqa,
+                   "mask": "bool (T_q, T_k)" if masked else None,
                    "how": "torch._fused_sdp_choice with the call's arguments"}
         return Call(run, lambda out: out.numpy(), details)
 
@@ -184,7 +178,7 @@ class OnnxRuntime(Peer):
             return session.run(None, feed)[0]
 
         details = {"backend": "com.microsoft.MultiHeadAttention", "layout": "(B, T, H * d)", "threads": threads,
-                   "version": version("onnxruntime"), "providers": session.get_providers()}
+                   "version": importlib.metadata.version("onnxruntime"), "providers": session.get_providers()}
         return Call(run, lambda out: out.reshape(b, t_q, h_q, d).transpose(0, 2, 1, 3), details, (session, feed))
 
     def _gqa(self, q, k, v, causal, threads):
@@ -231,7 +225,7 @@ class OnnxRuntime(Peer):
 
         details = {"backend": "com.microsoft.GroupQueryAttention (past and present share one buffer)",
                    "layout": "q (B, T_q, H_q * d), cache (B, H_kv, T_k, d)", "threads": threads,
-                   "version": version("onnxruntime")}
+                   "version": importlib.metadata.version("onnxruntime")}
         return Call(run, convert, details, (session, cache_k, cache_v))
 
 
@@ -298,7 +292,8 @@ class OpenVINO(Peer):
         details = {"backend": "opset13.ScaledDotProductAttention, CPU plugin",
                    "layout": "(B, H_kv, G, T, d) broadcast" if g > 1 else "(B, H, T, d)",
                    "precision": compiled.get_property("INFERENCE_PRECISION_HINT").get_type_name(),
-                   "threads": int(compiled.get_property("INFERENCE_NUM_THREADS")), "version": version("openvino")}
+                   "threads": int(compiled.get_property("INFERENCE_NUM_THREADS")),
+                   "version": importlib.metadata.version("openvino")}
         return Call(run, convert, details, (compiled, arrays))
 
 
@@ -324,7 +319,7 @@ class Jax(Peer):
 
         details = {"backend": "jax.nn.dot_product_attention, implementation='xla'", "layout": "(B, T, H, d)",
                    "threads": f"XLA default ({len(jax.devices())} CPU device, Eigen pool over the process's cores)",
-                   "version": version("jax"), "jaxlib": version("jaxlib"),
+                   "version": importlib.metadata.version("jax"), "jaxlib": importlib.metadata.version("jaxlib"),
                    "matmul_precision": str(jax.config.jax_default_matmul_precision)}
         return Call(run, lambda out: np.asarray(out).transpose(0, 2, 1, 3), details, (qj, kj, vj))
 
@@ -384,6 +379,6 @@ TITLES = {"jit": "attncore.jit", "torch": "PyTorch SDPA", "onnxruntime": "ONNX R
 PEER_NAMES = ("torch", "onnxruntime", "openvino_f32", "openvino_default", "jax", "jit_bf16", "jit_bf16_emulated")
 
 
-def prepare(name, q, k, v, causal, threads):
+def prepare(name: str, q: np.ndarray, k: np.ndarray, v: np.ndarray, causal: bool | str, threads: int) -> Call:
     """PEERS[name].prepare(q, k, v, causal, threads), by name: what a worker process is sent."""
     return PEERS[name].prepare(q, k, v, causal, threads)

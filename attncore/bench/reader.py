@@ -42,7 +42,7 @@ def _sum_rows(rows, parts):
     return sums.sum()
 
 
-def read_seconds(array, threads, repeats):
+def read_seconds(array: np.ndarray, threads: int, repeats: int) -> float:
     """Seconds of the fastest of `repeats` passes over array (float32, a multiple of ROW floats) on
     `threads` of Numba's threads, after one untimed pass. Numba's thread count is restored after."""
     rows = array.reshape(-1, ROW)
@@ -68,14 +68,14 @@ def _reader(arrays, threads, what):
     return peers.Call(lambda: sum(_sum_rows(rows, threads) for rows in arrays), lambda total: total, details)
 
 
-def kv_reader(k, v, threads):
+def kv_reader(k: np.ndarray, v: np.ndarray, threads: int) -> peers.Call:
     """Reads k and v (B, H_kv, T_k, d), C-contiguous, once each by their rows of d floats: what a
     decode step must read, and nothing else."""
     rows = [x.reshape(-1, x.shape[-1]) for x in (k, v)]
     return _reader(rows, threads, f"K and V by their rows of {rows[0].shape[1] * k.itemsize} bytes")
 
 
-def memory_reader(mib, threads):
+def memory_reader(mib: int, threads: int) -> peers.Call:
     """Reads an array of its own, `mib` MiB of float32 (at least twice the last-level cache, so
     from memory), by rows of ROW floats."""
     rows = np.ones((mib * 2**20 // 4 // ROW, ROW), np.float32)

@@ -16,6 +16,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
@@ -28,16 +29,16 @@ ITEMSIZE = 4  # float32
 SGEMM_N = 1024
 
 
-def flops(n, causal, d=D):
+def flops(n: int, causal: bool, d: int = D) -> float:
     return 4 * n * n * d / (2 if causal else 1)
 
 
-def naive_bytes(n, name="naive"):
+def naive_bytes(n: int, name: str = "naive") -> int:
     """Peak of a naive implementation, estimated: its float32 (N, N) arrays."""
     return impls.MATRICES[name] * n * n * ITEMSIZE
 
 
-def skip_reason(name, n, naive_budget_gib=2.0, numpy_flash_max=2048):
+def skip_reason(name: str, n: int, naive_budget_gib: float = 2.0, numpy_flash_max: int = 2048) -> str | None:
     """Why implementation `name` is not run at size n (a sentence), or None: the matrices
     would exceed the memory budget, or the NumPy tiles would take too long."""
     if name in impls.MATRICES and naive_bytes(n, name) > naive_budget_gib * 2**30:
@@ -47,7 +48,8 @@ def skip_reason(name, n, naive_budget_gib=2.0, numpy_flash_max=2048):
     return None
 
 
-def check(names, q, k, v, causal, reference, threads, isolate=False):
+def check(names: Sequence[str], q: np.ndarray, k: np.ndarray, v: np.ndarray, causal: bool, reference: np.ndarray,
+          threads: int, isolate: bool = False) -> tuple[dict, dict, dict, dict]:
     """Prepare each implementation (isolate: each in its worker process, attncore.bench.isolated)
     and compare its output with the float64 reference, before any timing: ({name: call},
     {name: max |error|}, {name: details}, {name: skip note})."""
@@ -70,7 +72,8 @@ def check(names, q, k, v, causal, reference, threads, isolate=False):
     return calls, errors, details, notes
 
 
-def time_size(n, causal, names, repeats, d=D, sgemm=True, pause=PAUSE, threads=None, isolate=False):
+def time_size(n: int, causal: bool, names: Sequence[str], repeats: int, d: int = D, sgemm: bool = True,
+              pause: float = PAUSE, threads: int | None = None, isolate: bool = False) -> tuple:
     """The seconds of each repeat per implementation (interleaved), each output's max |error|
     against float64, the median single-thread sgemm rate of the same repeats (GFLOP/s, or
     None), what ran ({name: details}) and why some did not ({name: note}). isolate: each
@@ -146,7 +149,7 @@ def run(sizes, repeats=5, naive_budget_gib=2.0, numpy_flash_max=2048, rss=True, 
     return rows
 
 
-def peer_ratios(rows, base="jit", peers=None):
+def peer_ratios(rows: list[dict], base: str = "jit", peers: Sequence[str] | None = None) -> list[dict]:
     """[{n, causal, impl, ratio}]: each implementation's time over base's, the median over the
     rounds of the ratio within each round (> 1: base is faster); None where either did not run."""
     peers = peers or sorted({r["impl"] for r in rows} - {base})
@@ -161,18 +164,18 @@ def peer_ratios(rows, base="jit", peers=None):
     return out
 
 
-def lookup(rows, n, causal, impl, key="seconds"):
+def lookup(rows: list[dict], n: int, causal: bool, impl: str, key: str = "seconds"):
     return next((r.get(key) for r in rows if (r["n"], r["causal"], r["impl"]) == (n, causal, impl)), None)
 
 
-def side_by_side(rows, n, causal, impl, other):
+def side_by_side(rows: list[dict], n: int, causal: bool, impl: str, other: str) -> float | None:
     """How many times as fast impl ran as other: the median over the repeats of other's time
     over impl's in the same repeat; None if either did not run."""
     mine, theirs = (lookup(rows, n, causal, name, "repeat_seconds") for name in (impl, other))
     return paired(mine, theirs)
 
 
-def ratios(rows):
+def ratios(rows: list[dict]) -> list[dict]:
     """Per N: jit against torch, naive and textbook (throughput, side_by_side), causal
     speed-ups (the ratio of two medians: the two calls ran at different moments), memory."""
     out = []
@@ -212,7 +215,7 @@ print(imported - start, called - imported, info["cache_hits"], info["cache_misse
 """
 
 
-def compile_cost():
+def compile_cost() -> dict | None:
     """First call of jit.flash_attention in two fresh processes sharing an empty NUMBA_CACHE_DIR."""
     if importlib.util.find_spec("numba") is None:
         return None
