@@ -198,6 +198,7 @@ def test_reduction_loop_takes_the_vector_loop_not_the_scalar_remainder():
     assert asm.lanes("vfmadd231pd %ymm1, %ymm2, %ymm3") == 4 and asm.lanes("fmla v0.4s, v1.4s, v2.4s") == 4
 
 
+@pytest.mark.slow
 def test_loads_and_stores_of_the_compiled_kernels():
     """On this machine's code: the micro-kernel keeps C in registers; the plain loop's reduction
     loop is a vector loop (its FMA lanes exceed its FMA instructions)."""
