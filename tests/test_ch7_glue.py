@@ -246,7 +246,8 @@ def glue_calls(chapter):
                     continue
             name = call.args[0]
             pattern = (re.escape(name.value) if isinstance(name, ast.Constant) else
-                       "".join(re.escape(part.value) if isinstance(part, ast.Constant) else ".+" for part in name.values))
+                       "".join(re.escape(part.value) if isinstance(part, ast.Constant) else ".+"
+                               for part in name.values))
             calls.append((header, pattern, call.args[1]))
     return calls
 
