@@ -15,7 +15,8 @@ pytestmark = pytest.mark.xdist_group("numba-decode")  # one worker compiles each
 
 
 @pytest.mark.slow
-def test_smoke_run_writes_every_field(tmp_path, capsys):
+def test_smoke_run_writes_every_field(tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr(bench.machine, "memory_mib", lambda: 64)   # the fields, not a bandwidth: small arrays
     out = tmp_path / "results.json"
     names = [n for n in ("naive", "textbook", "numpy_flash", "jit") if n in bench.available()]
     harness.main(["--sizes", "64", "--repeats", "1", "--no-rss", "--no-compile-check", "--out", str(out),
@@ -38,7 +39,7 @@ def test_smoke_run_writes_every_field(tmp_path, capsys):
     assert "last_level_cache_bytes" in results["machine"] and "l1_data_cache_bytes" in results["machine"]
     clock = results["peak"]["measured_clock"]
     assert clock is None or clock["ghz"] > 0
-    assert bandwidth["array_mib"] >= 1024                     # one array size for every bandwidth of a run
+    assert bandwidth["array_mib"] == 64 and "64 MiB" in bandwidth["method"] and "64 MiB" in bandwidth["read_method"]
 
 
 def test_publish_names_the_file_by_its_date_cpu_and_commit():
@@ -145,3 +146,11 @@ def test_thread_scaling_pairs_the_rounds():
     assert set(scaling["seconds"]) == {1, 2} and scaling["speedup"][1] == 1.0
     per_core = bench.machine.threads_per_core()
     assert per_core is None or per_core >= 1
+
+
+def test_every_bandwidth_of_a_run_reads_an_array_from_memory_not_a_cache():
+    """One array size for the copy and the read roofs (the old copy at 256 MiB and the decode
+    roof at 1 GiB gave two copy bandwidths of one run): at least 1 GiB and twice the last cache."""
+    mib = bench.machine.memory_mib()
+    cache = bench.machine.last_level_cache_bytes() or 0
+    assert mib >= 1024 and mib * 2**20 >= 2 * cache
