@@ -10,33 +10,21 @@ no word outside those rules.
 import ast
 import re
 import statistics
-import sys
-from pathlib import Path
 
 import pytest
 
 from attncore import bench
 from attncore.bench import asm, report
+from tests.bookcode import ROOT, method, pinned, rules
 
 pytestmark = pytest.mark.xdist_group("numba-flash")  # one worker compiles each kernel once (conftest.py)
 
-ROOT = Path(__file__).resolve().parents[1]
 BOOK = ROOT / "book"
-sys.path.insert(0, str(BOOK / "_ext"))
-from coursebook import method, rules  # noqa: E402  (the book's own code, beside the chapters)
 
-EXTRA = sorted((ROOT / "tests" / "results").glob("*.json"))
-
-
-def extra(name_part):
-    path = next(p for p in EXTRA if name_part in p.name)
-    return {**__import__("json").loads(path.read_text()), "file": path.name}
-
-
-FILES = {"chapter 7's published run": lambda: bench.published("chapter7"),
-         "the peers run": lambda: bench.parts(bench.published("peers"))[0],
-         "a run on another Xeon": lambda: extra("emerald-rapids-no-amx"),
-         "a run with a measured clock": lambda: extra("znver4")}
+FILES = {"chapter 7's published run": lambda: pinned("2026-11-30-xeon-emerald-rapids-2-cores.json"),
+         "the peers run": lambda: bench.parts(pinned("2026-12-03-xeon-amx-2-cores-peers.json"))[0],
+         "a run on another Xeon": lambda: pinned("2026-12-03-emerald-rapids-no-amx-run.json"),
+         "a run with a measured clock": lambda: pinned("2026-12-06-znver4-2-cores-smoke-run.json")}
 
 
 # ------------------------------------------------------------------ numbers, against plain loops
@@ -132,6 +120,18 @@ def test_build_machine_words():
     assert "emulated" in rules.isa_clause({})
 
 
+@pytest.mark.parametrize("kind", ["chapter7", "peers"])
+def test_the_newest_published_run_has_every_field_the_pages_read(kind):
+    """Whatever run is published next, the pages find their numbers in it."""
+    prefill, decoding = bench.parts(bench.published(kind))
+    assert report.ceiling(prefill["peak"])[1] and set(method.method_box(prefill)) == set(method.method_box({}))
+    if kind == "chapter7":
+        assert report.tile_ratios(prefill) and report.points(prefill, {"jit": 256.0}, n=4096)
+    else:
+        t_k = report.t_ks(decoding)[-1]
+        assert report.memory_bound(decoding, t_k)["ridge"] and report.read_share(decoding, t_k)[0]
+
+
 # ------------------------------------------------------------------ the method box
 
 @pytest.mark.parametrize("name", list(FILES))
@@ -151,7 +151,7 @@ def test_the_method_box_is_read_from_the_file(name):
 
 
 def test_a_run_that_recorded_no_method_shows_not_recorded():
-    run = bench.read("2026-11-30-xeon-emerald-rapids-2-cores.json")        # measured before the fields existed
+    run = FILES["chapter 7's published run"]()        # measured before the fields existed
     box = method.method_box(run)
     assert box["commit measured"] == box["pause before each timed call"] == box["processes"] == method.NOT_RECORDED
     assert box["OpenMP wait policy"] == "OMP_WAIT_POLICY=PASSIVE"                # what its environment recorded

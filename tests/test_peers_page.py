@@ -5,30 +5,23 @@ file's rounds; its words (a target met or missed, a cache or none, an error abou
 or not, which side of the ridge) come from the rules of book/_ext/coursebook, each rendered
 on the committed files where the word flips.
 """
-import json
 import statistics
-import sys
-from pathlib import Path
 
 import pytest
 
 from attncore import bench
 from attncore.bench import report
+from tests.bookcode import ROOT, method, pinned, rules
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "book" / "_ext"))
-from coursebook import method, rules  # noqa: E402  (the book's own code, beside the chapters)
-
-PUBLISHED = bench.published("peers")
-RUN, DEC = bench.parts(PUBLISHED)
-OTHER = {**json.loads((ROOT / "tests" / "results" / "2026-12-03-emerald-rapids-no-amx-run.json").read_text()),
-         "file": "2026-12-03-emerald-rapids-no-amx-run.json"}
-DECODING = {"published": DEC, "another Xeon": bench.parts(OTHER)[1]}
+PEERS_RUN = pinned("2026-12-03-xeon-amx-2-cores-peers.json")    # two runs of one AMX Xeon, as one file
+RUN, DEC = bench.parts(PEERS_RUN)
+OTHER = pinned("2026-12-03-emerald-rapids-no-amx-run.json")     # one run of an Emerald Rapids without AMX
+DECODING = {"AMX Xeon": DEC, "another Xeon": bench.parts(OTHER)[1]}
 
 
 def test_the_page_reads_the_newest_file_with_peers_and_decoding():
     newest = [name for name in bench.results_files() if bench.parts(bench.read(name))[1] is not None][-1]
-    assert PUBLISHED["file"] == newest
+    assert bench.published("peers")["file"] == newest
     assert (ROOT / "book" / "07-peers.md").read_text().count('bench.published("peers")') == 1
 
 
@@ -68,7 +61,7 @@ def test_memory_bound_recomputes_bytes_flops_and_ridge(name):
 # ------------------------------------------------------------------ words, where they flip
 
 def test_the_read_target_is_judged_against_the_same_bytes_where_they_fit_a_cache():
-    """P-1: in the published file T_k = 4096 fits the reported cache, so its share is taken
+    """P-1: in the AMX Xeon's file T_k = 4096 fits the reported cache, so its share is taken
     against the reader of the same K and V (66%: missed), not memory's (166%)."""
     flipped = set()
     for t_k in report.t_ks(DEC):
