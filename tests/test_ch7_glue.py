@@ -65,7 +65,11 @@ def test_ridge_side_has_a_margin_and_says_when_it_does_not_know(name):
     ridge = report.ridge(FILES[name]()["peak"])
     if ridge is None:
         assert rules.ridge_side(6.4, ridge).startswith("not known")
+        assert "no ridge" in rules.ridge_clause(ridge, None)
         return
+    copy = FILES[name]()["peak"]["bandwidth"]["all_cores_gbs"]
+    assert rules.ridge_clause(ridge, copy).endswith(f"at {ridge:.1f} flop per byte.") and f"{copy:.1f} GB/s" in \
+        rules.ridge_clause(ridge, copy)
     assert rules.ridge_side(ridge / 2, ridge) == "below the ridge (memory-bound)"
     assert rules.ridge_side(ridge * 2, ridge) == "above the ridge (compute-bound)"
     for x in (ridge * 0.76, ridge, ridge * 1.24):

@@ -19,6 +19,13 @@ def ridge_side(intensity: float, ridge: float | None, margin: float = RIDGE_MARG
     return "below the ridge (memory-bound)" if intensity < ridge else "above the ridge (compute-bound)"
 
 
+def ridge_clause(ridge: float | None, bandwidth: float | None) -> str:
+    """Where a run's roofline has its ridge, or why it has none."""
+    if ridge is None:
+        return "that run measured no bandwidth, so its figure has no sloped roof and no ridge."
+    return f"its copy bandwidth was {bandwidth:.1f} GB/s, so its ridge sits at {ridge:.1f} flop per byte."
+
+
 def above_ceiling(points: list[tuple[str, float, float]], peak_name: str, peak: float) -> str:
     """The clause a roofline's text adds about points above its one peak (ceiling()): none above,
     or why a point can be there: past the sgemm yardstick a faster product is possible; past the
