@@ -25,6 +25,10 @@ import multiprocessing
 import os
 import signal
 import sys
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import numpy as np
 
 DESCRIPTION = ("each implementation timed in a worker process of its own, the others stopped meanwhile "
                "(attncore.bench.isolated)")
@@ -56,7 +60,7 @@ class Call:
     def __init__(self, worker, out, details):
         self._worker, self._out, self.details = worker, out, details
 
-    def result(self):
+    def result(self) -> "np.ndarray":
         return self._out
 
     def timed_in_worker(self, pause: float, warmup: float) -> tuple[float, float]:
@@ -103,7 +107,7 @@ class _Worker:
             raise Failed(reply[0])
         return reply[0] if len(reply) == 1 else tuple(reply)
 
-    def close(self):
+    def close(self) -> None:
         self._signal(signal.SIGCONT)
         try:
             self._connection.send(None)

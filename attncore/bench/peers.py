@@ -77,7 +77,7 @@ class Call:
     def __call__(self):
         return self.run()
 
-    def result(self):
+    def result(self) -> np.ndarray:
         return np.asarray(self.convert(self.run()), dtype=np.float32)
 
 
@@ -87,10 +87,10 @@ class Peer:
     precision = "float32"  # of the products, which sets the error bound
 
     @property
-    def tolerance(self):
+    def tolerance(self) -> float:
         return TOLERANCE[self.precision]
 
-    def missing(self):
+    def missing(self) -> str | None:
         """None if importable, else why not (the skip reason)."""
         for module in self.modules:
             if importlib.util.find_spec(module) is None:
@@ -102,7 +102,7 @@ class Peer:
             return f"import {module} failed: {type(error).__name__}: {error}"
         return None
 
-    def prepare(self, q, k, v, causal, threads):
+    def prepare(self, q: np.ndarray, k: np.ndarray, v: np.ndarray, causal: bool | str, threads: int) -> Call:
         raise NotImplementedError
 
 
@@ -111,7 +111,7 @@ class TorchSDPA(Peer):
     arrays' memory; enable_gqa when H_q != H_kv; a boolean mask for bottom-right causal."""
     name, modules = "torch", ("torch",)
 
-    def prepare(self, q, k, v, causal, threads):
+    def prepare(self, q: np.ndarray, k: np.ndarray, v: np.ndarray, causal: bool | str, threads: int) -> Call:
         import torch
         from torch.nn.attention import SDPBackend
 
@@ -153,7 +153,7 @@ class OnnxRuntime(Peer):
         options.intra_op_num_threads, options.inter_op_num_threads = threads, 1
         return ort.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"])
 
-    def prepare(self, q, k, v, causal, threads):
+    def prepare(self, q: np.ndarray, k: np.ndarray, v: np.ndarray, causal: bool | str, threads: int) -> Call:
         b, h_q, t_q, d = q.shape
         h_kv, t_k = k.shape[1], k.shape[2]
         if h_q != h_kv:
@@ -240,7 +240,7 @@ class OpenVINO(Peer):
         self._precision = "float32" if hint == "f32" else None
 
     @property
-    def precision(self):
+    def precision(self) -> str:
         if self._precision is None:  # asks OpenVINO on first use, not on import
             self._precision = self.default_precision()
         return self._precision
@@ -258,7 +258,7 @@ class OpenVINO(Peer):
             return "bfloat16"
         return "float32" if hint == "f32" else "bfloat16"  # bf16, or f16 on some CPUs: the looser bound
 
-    def prepare(self, q, k, v, causal, threads):
+    def prepare(self, q: np.ndarray, k: np.ndarray, v: np.ndarray, causal: bool | str, threads: int) -> Call:
         import openvino as ov
         from openvino import opset13 as ops
 
@@ -303,7 +303,7 @@ class Jax(Peer):
     causal as a boolean mask. XLA's CPU client uses every core this process may run on."""
     name, modules = "jax", ("jax",)
 
-    def prepare(self, q, k, v, causal, threads):
+    def prepare(self, q: np.ndarray, k: np.ndarray, v: np.ndarray, causal: bool | str, threads: int) -> Call:
         import jax
         import jax.numpy as jnp
 
@@ -336,7 +336,7 @@ class JitFlash(Peer):
         self.name, self.jit_precision = name, jit_precision
         self.precision = "float32" if jit_precision == "f32" else "bfloat16"
 
-    def prepare(self, q, k, v, causal, threads):
+    def prepare(self, q: np.ndarray, k: np.ndarray, v: np.ndarray, causal: bool | str, threads: int) -> Call:
         import numba
 
         from attncore import jit
