@@ -48,14 +48,14 @@ def test_one_peak_per_run_and_its_ridge(name):
         assert label == "theoretical peak at the measured clock"
         assert top == pytest.approx(peak["theoretical"]["gflops"] / peak["theoretical"]["clock_ghz"] * clock)
     else:
-        assert label == "one thread's sgemm x cores" and top == peak["measured_gflops"]
+        assert label == "sgemm peak, one thread's rate times the cores" and top == peak["measured_gflops"]
     copy = (peak.get("bandwidth") or {}).get("all_cores_gbs")
     assert report.ridge(peak) == (pytest.approx(top / copy) if copy else None)
 
 
 def test_the_files_flip_the_peak():
     labels = {report.ceiling(FILES[name]()["peak"])[0] for name in FILES}
-    assert labels == {"theoretical peak at the measured clock", "one thread's sgemm x cores"}
+    assert labels == {"theoretical peak at the measured clock", "sgemm peak, one thread's rate times the cores"}
 
 
 # ------------------------------------------------------------------ the rules, where their word flips
@@ -88,7 +88,7 @@ def test_above_ceiling_names_exactly_the_points_above_the_one_peak(name):
     if not above:
         assert text.startswith("Every point is under")
     else:
-        assert ("yardstick" in text) == label.startswith("one thread's sgemm")
+        assert ("yardstick" in text) == label.startswith("sgemm peak")
         assert ("rules out" in text) == label.startswith("theoretical")
     raised = [(impl, x, top * 1.1) for impl, x, _ in points]     # the same points, all above
     assert "Every point" not in rules.above_ceiling(raised, label, top)

@@ -27,7 +27,7 @@ def ceiling(peak: dict) -> tuple[str, float | None]:
     theory, clock = peak.get("theoretical") or {}, (peak.get("measured_clock") or {}).get("ghz")
     if clock and theory.get("gflops") and theory.get("clock_ghz"):
         return "theoretical peak at the measured clock", theory["gflops"] * clock / theory["clock_ghz"]
-    return "one thread's sgemm x cores", peak.get("measured_gflops")
+    return "sgemm peak, one thread's rate times the cores", peak.get("measured_gflops")
 
 
 def bandwidth(peak: dict) -> float | None:

@@ -34,7 +34,7 @@ def above_ceiling(points: list[tuple[str, float, float]], peak_name: str, peak: 
     if not above:
         return f"Every point is under the {peak_name} ({peak:.0f} GFLOP/s)."
     listed = ", ".join(f"{name} at {rate / peak:.0%}" for name, rate in above)
-    if peak_name.startswith("one thread's sgemm"):
+    if peak_name.startswith("sgemm peak"):
         return (f"Above the {peak_name} ({peak:.0f} GFLOP/s): {listed}. That peak is a yardstick, not a ceiling: "
                 "a product faster than one thread's sgemm passes it.")
     return (f"Above the {peak_name} ({peak:.0f} GFLOP/s): {listed}, which that peak rules out: the pipes and lanes "
