@@ -5,6 +5,7 @@
     python -m benchmarks.harness --quick            # N = 256, 512, 1024; 3 repeats; no RSS
     python -m benchmarks.harness --decode           # also decoding: 32/8 heads, d = 128, T_k 4096, 32768
     python -m benchmarks.harness --decode-only --decode-long   # decoding alone, T_k up to 131072
+    python -m benchmarks.harness --publish          # the course's published run (see below)
 
 float32, (batch, heads) = (1, 1), d = 64, causal and not, on every core. Within each
 repeat the implementations run one after another (see attncore.bench.timing): times
@@ -21,22 +22,34 @@ a row with the reason. Each implementation runs in a worker process of its own,
 stopped while another one is timed (attncore.bench.isolated), so no two thread pools meet;
 every timed call comes after a pause (--pause) and untimed calls (timing.WARMUP); peer/jit is the median
 over the rounds of the ratio within a round.
-Results go to --out as JSON with the machine description (CPU, ISA, sgemm peak, bandwidth).
+Results go to --out as JSON with the machine description (CPU, ISA, caches, measured clock,
+sgemm peak, bandwidth), the commit measured and the method as run (pause, warm-up, processes,
+thread policy): the book's "how this was measured" boxes are read from these fields.
+
+--publish is the run the book reads: every implementation and peer at N = 512 ... 16384 and
+decoding up to T_k = 131072, written to attncore/bench/results/DATE-CPU-COMMIT.json, where
+both pages of chapter 7 find it (attncore.bench.published: the newest file that holds their
+runs). It refuses to run when attncore/ differs from the commit, since the file names that
+commit as the code it measured. Run it on a quiet machine, then commit the file.
 """
 import argparse
 import json
+import re
 import statistics
+import subprocess
 import sys
 from pathlib import Path
 
 import numpy as np  # noqa: F401  (after benchmarks/__init__ has set the thread settings)
 
 from attncore import bench
-from attncore.bench import peer_story, timing
+from attncore.bench import clock, stopwatch, timing
 
 SIZES = (512, 1024, 2048, 4096, 8192, 16384)
 QUICK_SIZES = (256, 512, 1024)
-OUT = Path(__file__).parent / "out" / "results.json"
+ROOT = Path(__file__).resolve().parent.parent
+OUT = ROOT / "benchmarks" / "out" / "results.json"
+PUBLISHED = ROOT / "attncore" / "bench" / "results"
 
 
 def parse_args(argv=None):
@@ -49,16 +62,24 @@ def parse_args(argv=None):
     parser.add_argument("--numpy-flash-max", type=int, default=2048, help="largest N for the NumPy tiles")
     parser.add_argument("--no-rss", action="store_true", help="skip the per-call subprocess RSS measurement")
     parser.add_argument("--no-compile-check", action="store_true", help="skip the Numba cache check")
-    parser.add_argument("--pause", type=float, default=timing.PAUSE,
-                        help=f"seconds of sleep before each timed call, so no thread pool still spins (default {timing.PAUSE})")
+    parser.add_argument("--pause", type=float, default=stopwatch.PAUSE,
+                        help=f"seconds of sleep before each timed call, so no thread pool still spins "
+                             f"(default {stopwatch.PAUSE})")
     parser.add_argument("--decode", action="store_true", help="also the decode scenario (attncore.bench.decode)")
     parser.add_argument("--decode-only", action="store_true", help="the decode scenario alone")
     parser.add_argument("--decode-long", action="store_true", help=f"decode also at T_k = {bench.decode.LONG_T_K}")
     parser.add_argument("--decode-t-k", type=int, nargs="+", help=f"decode KV lengths (default {bench.decode.T_KS})")
     parser.add_argument("--out", type=Path, default=OUT, help=f"JSON results (default {OUT})")
+    parser.add_argument("--publish", action="store_true",
+                        help=f"the book's run: every size, peer and decoding length, into {PUBLISHED}")
     args = parser.parse_args(argv)
+    if args.publish:  # the published settings, whatever else the command line says
+        args.sizes = args.impls = args.decode_t_k = args.repeats = None
+        args.quick = args.decode_only = args.no_rss = args.no_compile_check = False
+        args.decode_long, args.pause = True, stopwatch.PAUSE
     args.decode = args.decode or args.decode_only or args.decode_long or bool(args.decode_t_k)
-    args.decode_t_k = tuple(args.decode_t_k or bench.decode.T_KS) + ((bench.decode.LONG_T_K,) if args.decode_long else ())
+    longest = (bench.decode.LONG_T_K,) if args.decode_long else ()
+    args.decode_t_k = tuple(args.decode_t_k or bench.decode.T_KS) + longest
     args.sizes = tuple(args.sizes or (QUICK_SIZES if args.quick else SIZES))
     args.repeats = args.repeats or (3 if args.quick else 5)
     args.no_compile_check = args.no_compile_check or args.quick
@@ -105,7 +126,7 @@ RATIO_COLUMNS = [
 ]
 
 
-PEER_TITLES = {name: title for name, title in peer_story.TITLES.items() if name != "jit"}
+PEER_TITLES = {name: title for name, title in bench.peers.TITLES.items() if name != "jit"}
 
 
 def peer_table(results):
@@ -114,9 +135,13 @@ def peer_table(results):
     names = [name for name in PEER_TITLES if any(e["impl"] == name for e in table)]
     if not names:
         return
-    cell = lambda e: (fmt(e["ratio"], ".2f") + f" ({fmt(e['max_error'], '.0e')})") if e["ratio"] else "skipped"
+
+    def cell(r, name):
+        e = next(e for e in table if (e["n"], e["causal"], e["impl"]) == (*r, name))
+        return (fmt(e["ratio"], ".2f") + f" ({fmt(e['max_error'], '.0e')})") if e["ratio"] else "skipped"
+
     columns = [("N", 6, lambda r: str(r[0])), ("causal", 6, lambda r: str(r[1]))] + [
-        (PEER_TITLES[name], 18, lambda r, name=name: cell(next(e for e in table if (e["n"], e["causal"], e["impl"]) == (*r, name))))
+        (PEER_TITLES[name], 18, lambda r, name=name: cell(r, name))
         for name in names]
     print("\npeer time / jit time (median over paired rounds), (max |error| against float64):")
     print_rows(columns, sorted({(e["n"], e["causal"]) for e in table}))
@@ -159,7 +184,8 @@ def decode_table(dec):
           "torch/x: torch's time over this one's, the median over paired rounds.\n"
           "cpu/wall: the worker process's CPU seconds over wall seconds of the call (about the threads used when\n"
           "the cores are free, spinning ones too: an OpenMP pool spins; less when other jobs take them). Linux adds\n"
-          "the other threads' CPU time at scheduler ticks, so for a call of a few ms it can read 1 or above the threads.")
+          "the other threads' CPU time at scheduler ticks, so for a call of a few ms it can read 1 or above the\n"
+          "threads.")
 
 
 def print_table(results):
@@ -195,7 +221,8 @@ def print_header(info, args):
     if "jit" in info:
         j = info["jit"]
         print(f"attncore.jit: path {j['path']} ({j['mr']} x {j['nr']['float32']} float32 block, "
-              f"{j['accumulators']} accumulators), {info['numba_threads']} threads, layer {info['numba_threading_layer']}")
+              f"{j['accumulators']} accumulators), {info['numba_threads']} threads, "
+              f"layer {info['numba_threading_layer']}")
     print("environment: " + ", ".join(f"{k}={v}" for k, v in info["env"].items() if v is not None))
     print(f"load average at start: {fmt(info['load_average'], '.2f')} (on {info['cores']} cores)")
     slow = [k for k in ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE") if info["env"][k]]
@@ -203,20 +230,36 @@ def print_header(info, args):
         print(f"note: {' and '.join(slow)} are set; they slow NumPy's BLAS here, and are left as they are.")
     print(f"float32, d = {timing.D}, (batch, heads) = (1, 1); sizes {list(args.sizes)}; "
           f"median of {args.repeats} interleaved repeats, {args.pause:g} s pause before each timed call, then "
-          f"untimed calls for {timing.WARMUP:g} s")
+          f"untimed calls for {stopwatch.WARMUP:g} s")
     print("ISA: " + ", ".join(flag for flag, present in info["isa"].items() if present))
+
+
+def git(*args):
+    return subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True, check=True).stdout.strip()
 
 
 def source_info():
     """The commit measured, and whether attncore/ differed from it (None outside a git clone)."""
-    import subprocess
-
-    root = Path(__file__).resolve().parent.parent
     try:
-        git = lambda *a: subprocess.run(["git", *a], cwd=root, capture_output=True, text=True, check=True).stdout.strip()
-        return {"commit": git("rev-parse", "HEAD"), "attncore_modified": bool(git("status", "--porcelain", "--", "attncore"))}
+        return {"commit": git("rev-parse", "HEAD"),
+                "attncore_modified": bool(git("status", "--porcelain", "--", "attncore"))}
     except (OSError, subprocess.SubprocessError):
         return None
+
+
+def method(args, threads):
+    """How this run timed its calls, as the book's method boxes read it."""
+    return {"pause_s": args.pause, "warmup_s": stopwatch.WARMUP,
+            "untimed_calls": "after the pause, untimed calls for at least warmup_s (at least one)",
+            "repeats": args.repeats, "threads": threads, "processes": bench.isolated.DESCRIPTION,
+            "thread_policy": {"workers": bench.isolated.WORKER_ENV,
+                              "harness": {name: value for name, value in bench.THREAD_ENV.items()}}}
+
+
+def published_path(info):
+    """attncore/bench/results/DATE-CPU-COMMIT.json for a run on this machine at this commit."""
+    cpu = info.get("jit", {}).get("cpu_name") or re.sub(r"[^a-z0-9]+", "-", info["cpu"].lower()).strip("-")
+    return PUBLISHED / f"{info['date'][:10]}-{cpu}-{info['cores']}-cores-{info['source']['commit'][:10]}.json"
 
 
 def software_info():
@@ -245,14 +288,19 @@ def main(argv=None):
     args = parse_args(argv)
     info = bench.info()
     info.update(software_info(), source=source_info())
+    if args.publish:
+        if not info["source"] or info["source"]["attncore_modified"]:
+            sys.exit("--publish measures a commit: commit attncore/ first (git status -- attncore)")
+        args.out = published_path(info)
     print_header(info, args)
     threads = bench.machine.cores()
     results = {"machine": info, "settings": {"d": timing.D, "dtype": "float32", "sizes": list(args.sizes),
                                              "repeats": args.repeats, "naive_budget_gib": args.naive_budget_gib,
                                              "numpy_flash_max": args.numpy_flash_max, "pause_s": args.pause,
-                                             "warmup_s": timing.WARMUP,
+                                             "warmup_s": stopwatch.WARMUP,
                                              "threads": threads, "processes": bench.isolated.DESCRIPTION,
                                              "worker_env": bench.isolated.WORKER_ENV,
+                                             "method": method(args, threads),
                                              "error_bounds": {name: bench.peers.PEERS[name].tolerance
                                                               for name in bench.peers.PEER_NAMES}}}
     if not args.no_compile_check and not args.decode_only:
@@ -263,7 +311,10 @@ def main(argv=None):
                 print(f"  {r['run']:<12} import {r['import_s']:.2f} s, first call {r['first_call_s']:.2f} s "
                       f"(cache hits {r['cache_hits']}, misses {r['cache_misses']})")
             print(f"  {cost['index_files']} cache index files written")
-    log = lambda line: print(line, file=sys.stderr, flush=True)
+
+    def log(line):
+        print(line, file=sys.stderr, flush=True)
+
     rows = [] if args.decode_only else bench.run(
         args.sizes, args.repeats, args.naive_budget_gib, args.numpy_flash_max, rss=not args.no_rss, names=args.impls,
         log=log, pause=args.pause, threads=threads, isolate=True)
@@ -273,15 +324,21 @@ def main(argv=None):
     results["peak"] = {"theoretical": theory, "sgemm_1t_gflops": sgemm,
                        "measured_gflops": sgemm * theory["cores"] if sgemm else None,
                        "sgemm_threads": {"threads": threads, "gflops": bench.sgemm_rate(threads=threads),
-                                         "method": "(1024, 1024) float32 product on that many BLAS threads, wall time, fastest of 5"},
-                       "bandwidth": bench.bandwidth()}
+                                         "method": "(1024, 1024) float32 product on that many BLAS threads, "
+                                                   "wall time, fastest of 5"},
+                       "bandwidth": bench.bandwidth(),
+                       "measured_clock": clock.measured_clock(threads=threads)}
     results.update(rows=rows, ratios=bench.ratios(rows),
                    peer_ratios=bench.peer_ratios(rows, peers=[n for n in bench.peers.PEER_NAMES
                                                               if any(r["impl"] == n for r in rows)]))
     if args.decode:
         names = [n for n in bench.decode.NAMES if not args.impls or n in args.impls]
+        bw = results["peak"]["bandwidth"]  # one measurement of each bandwidth per run
+        roof = {"threads": threads, "read_gbs": bw["read_all_cores_gbs"], "copy_gbs": bw["all_cores_gbs"],
+                "array_mib": bw["array_mib"], "last_level_cache_bytes": info["last_level_cache_bytes"],
+                "read_method": bw["read_method"], "copy_method": bw["method"]}
         results["decode"] = bench.decode.run(args.decode_t_k, names=names, repeats=args.repeats, pause=args.pause,
-                                             threads=threads, log=log, isolate=True)
+                                             threads=threads, log=log, isolate=True, roof=roof)
     bench.isolated.close()  # the workers' memory, before the tables
     results["load_average_end"] = bench.load_average()
     if rows:

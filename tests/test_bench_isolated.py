@@ -10,7 +10,7 @@ import time
 import numpy as np
 import pytest
 
-from attncore.bench import impls, isolated, peers, timing
+from attncore.bench import impls, isolated, peers, stopwatch, timing
 
 
 def where_it_runs(value):
@@ -31,9 +31,9 @@ def counting_call(path):
 def test_the_worker_warms_up_for_the_warmup_it_is_sent(workers, tmp_path):
     log = tmp_path / "runs"
     call = workers.prepare("here", counting_call, str(log))  # result() ran it once
-    timing.timed(call, pause=0, warmup=0)
+    stopwatch.timed(call, pause=0, warmup=0)
     assert log.read_text().count("ran") == 1 + 2  # one untimed call, then the timed one
-    timing.timed(call, pause=0, warmup=0.05)
+    stopwatch.timed(call, pause=0, warmup=0.05)
     assert log.read_text().count("ran") > 3 + 2  # 50 ms of calls of a few microseconds, then the timed one
 
 
@@ -72,7 +72,7 @@ def test_a_call_is_prepared_and_timed_in_its_own_process(workers):
     assert second.details["pid"] == first.details["pid"] and second.result() == np.float32(3.0)
     assert workers.prepare("there", where_it_runs, 0).details["pid"] not in (os.getpid(), first.details["pid"])
     cpu = []
-    seconds = timing.timed(second, pause=0.01, cpu=cpu)  # the pause, untimed calls and timed call, there
+    seconds = stopwatch.timed(second, pause=0.01, cpu=cpu)  # the pause, untimed calls and timed call, there
     assert seconds > 0 and len(cpu) == 1 and cpu[0] >= 0
 
 
@@ -85,7 +85,7 @@ def test_workers_spin_between_calls_and_are_stopped_while_another_is_timed(worke
     other = workers.prepare("there", where_it_runs, 2.0)
     assert call.details["wait_policy"] == isolated.WORKER_ENV["OMP_WAIT_POLICY"] == "ACTIVE"
     assert os.environ.get("OMP_WAIT_POLICY") == before
-    timing.timed(call, pause=0)
+    stopwatch.timed(call, pause=0)
     assert state(call.details["pid"]) == state(other.details["pid"]) == "T"
 
 

@@ -10,7 +10,7 @@ import pytest
 
 import attncore
 from attncore import masks
-from attncore.bench import decode, impls, peers, timing
+from attncore.bench import decode, impls, peers, stopwatch, timing
 
 pytestmark = pytest.mark.xdist_group("numba-decode")  # one worker compiles each kernel once (conftest.py)
 
@@ -39,6 +39,7 @@ def agree(name, q, k, v, causal):
     return call
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("causal", [False, True])
 @pytest.mark.parametrize("name", PEERS)
 def test_peer_agrees_with_float64(name, causal):
@@ -49,6 +50,7 @@ def test_peer_agrees_with_float64(name, causal):
     assert np.array_equal(call.result(), call.result()) or name == "openvino_default"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("t_q", [1, 3, 70])
 @pytest.mark.parametrize("name", PEERS)
 def test_peer_decodes_grouped_query_heads(name, t_q):
@@ -61,6 +63,7 @@ def test_peer_decodes_grouped_query_heads(name, t_q):
         assert "gqa" in call.details  # native or repeated, the row says which
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["jit_bf16", "jit_bf16_emulated"])
 def test_jit_bf16_peers_are_timed_against_the_float32_path_with_their_own_bound(name):
     """jit's bfloat16 paths are rows of the peer table (their time over jit's float32 time),
@@ -90,7 +93,7 @@ def test_square_causal_needs_equal_lengths():
 
 
 class FakeClock:
-    """time.perf_counter and time.sleep for timing.rounds: each call of an implementation moves
+    """time.perf_counter and time.sleep for stopwatch.rounds: each call of an implementation moves
     the clock by that implementation's duration in the current round; a log keeps the order."""
 
     def __init__(self, durations):
@@ -116,7 +119,7 @@ class FakeClock:
 def test_every_timed_call_comes_after_a_pause_and_an_untimed_call():
     fake = FakeClock({"jit": [1.0, 2.0, 4.0], "peer": [2.0, 1.0, 8.0]})
     calls = {name: fake.impl(name) for name in ("jit", "peer")}
-    times = timing.rounds(calls, 3, pause=0.25, between=fake.next_round, sleep=fake.sleep, clock=fake.clock)
+    times = stopwatch.rounds(calls, 3, pause=0.25, between=fake.next_round, sleep=fake.sleep, clock=fake.clock)
     assert times == {"jit": [1.0, 2.0, 4.0], "peer": [2.0, 1.0, 8.0]}  # the pause is never timed
     one_round = [("pause", 0.25), ("call", "jit"), ("call", "jit"), ("pause", 0.25), ("call", "peer"), ("call", "peer")]
     assert fake.log == one_round * 3
@@ -127,7 +130,7 @@ def test_short_calls_warm_up_for_at_least_the_warmup_before_the_timed_one():
     warm-up runs untimed until the warm-up is over, and only the call after it is timed."""
     fake = FakeClock({"short": [0.125, 0.125], "long": [1.0, 1.0]})
     calls = {name: fake.impl(name) for name in ("short", "long")}
-    times = timing.rounds(calls, 2, pause=0.25, between=fake.next_round, sleep=fake.sleep, clock=fake.clock,
+    times = stopwatch.rounds(calls, 2, pause=0.25, between=fake.next_round, sleep=fake.sleep, clock=fake.clock,
                           warmup=0.5)
     assert times == {"short": [0.125, 0.125], "long": [1.0, 1.0]}
     one_round = [("pause", 0.25)] + [("call", "short")] * 5 + [("pause", 0.25)] + [("call", "long")] * 2
@@ -137,13 +140,13 @@ def test_short_calls_warm_up_for_at_least_the_warmup_before_the_timed_one():
 def test_rounds_also_record_cpu_seconds_when_asked():
     fake = FakeClock({"jit": [1.0, 1.0]})
     cpu = {}
-    timing.rounds({"jit": fake.impl("jit")}, 2, pause=0.1, sleep=fake.sleep, clock=fake.clock, cpu=cpu)
+    stopwatch.rounds({"jit": fake.impl("jit")}, 2, pause=0.1, sleep=fake.sleep, clock=fake.clock, cpu=cpu)
     assert list(cpu) == ["jit"] and len(cpu["jit"]) == 2 and all(s >= 0 for s in cpu["jit"])
 
 
 def test_no_pause_means_no_sleep():
     fake = FakeClock({"jit": [1.0]})
-    assert timing.rounds({"jit": fake.impl("jit")}, 1, pause=0, sleep=fake.sleep, clock=fake.clock) == {"jit": [1.0]}
+    assert stopwatch.rounds({"jit": fake.impl("jit")}, 1, pause=0, sleep=fake.sleep, clock=fake.clock) == {"jit": [1.0]}
     assert ("pause", 0) not in fake.log and fake.log == [("call", "jit")] * 2
 
 
@@ -156,7 +159,7 @@ def test_peer_ratio_is_the_median_of_the_paired_rounds():
     table = timing.peer_ratios(rows, peers=["peer", "gone"])
     assert [(e["impl"], e["ratio"]) for e in table] == [("peer", 2.0), ("gone", None)]
     assert table[1]["note"] == "skipped: not installed"  # reported, not dropped
-    assert timing.paired(jit, peer) == 2.0 and timing.paired(None, peer) is None
+    assert stopwatch.paired(jit, peer) == 2.0 and stopwatch.paired(None, peer) is None
 
 
 class FakePeer(peers.Peer):
@@ -201,10 +204,10 @@ def test_a_peer_is_checked_before_it_is_timed_and_reported_when_skipped(fake_pee
 
 def test_decode_rows_report_bandwidth_and_skips(fake_peers):
     roof = {"threads": 2, "read_gbs": 10.0, "copy_gbs": 8.0, "last_level_cache_bytes": 2**20}
-    out = decode.run(t_ks=(64,), t_qs=(1, 2), names=("good", "wrong", "broken"), repeats=3, pause=0, threads=2, roof=roof,
-                     h_q=4, h_kv=2, d=8, mib=4)
+    out = decode.run(t_ks=(64,), t_qs=(1, 2), names=("good", "wrong", "broken"), repeats=3, pause=0, threads=2,
+                     roof=roof, h_q=4, h_kv=2, d=8, mib=4)
     rows = {(r["impl"], r["t_q"]): r for r in out["rows"]}
-    assert len(rows) == 6 and out["settings"]["pause_s"] == 0 and out["settings"]["warmup_s"] == timing.WARMUP
+    assert len(rows) == 6 and out["settings"]["pause_s"] == 0 and out["settings"]["warmup_s"] == stopwatch.WARMUP
     good = rows["good", 2]
     assert good["causal"] == "bottom_right" and good["kv_bytes"] == decode.kv_bytes(64, 2, 8) == 2 * 2 * 64 * 8 * 4
     assert good["gbs"] == pytest.approx(good["kv_bytes"] / good["seconds"] / 1e9)
@@ -275,4 +278,4 @@ def test_pause_is_a_setting_of_the_results(tmp_path):
 
     args = harness.parse_args(["--pause", "0.2", "--decode-long", "--out", str(tmp_path / "r.json")])
     assert args.pause == 0.2 and args.decode and args.decode_t_k == (*decode.T_KS, decode.LONG_T_K)
-    assert harness.parse_args([]).pause == timing.PAUSE and not harness.parse_args([]).decode
+    assert harness.parse_args([]).pause == stopwatch.PAUSE and not harness.parse_args([]).decode

@@ -7,14 +7,16 @@ import pytest
 
 import attncore
 from attncore import bench, masks
-from attncore.bench import impls, timing
+from attncore.bench import impls, stopwatch, timing
 
 from benchmarks import harness
 
 pytestmark = pytest.mark.xdist_group("numba-decode")  # one worker compiles each kernel once (conftest.py)
 
 
-def test_smoke_run_writes_every_field(tmp_path, capsys):
+@pytest.mark.slow
+def test_smoke_run_writes_every_field(tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr(bench.machine, "memory_mib", lambda: 64)   # the fields, not a bandwidth: small arrays
     out = tmp_path / "results.json"
     names = [n for n in ("naive", "textbook", "numpy_flash", "jit") if n in bench.available()]
     harness.main(["--sizes", "64", "--repeats", "1", "--no-rss", "--no-compile-check", "--out", str(out),
@@ -29,6 +31,25 @@ def test_smoke_run_writes_every_field(tmp_path, capsys):
     [ratios] = results["ratios"]
     assert ratios["n"] == 64 and ("jit" not in names or ratios["jit_vs_naive_full"] > 0)
     assert "jit/torch" in capsys.readouterr().out
+    # what the book's method boxes read: the commit, the method as run, the machine's caches and clock
+    method = results["settings"]["method"]
+    assert method["pause_s"] == stopwatch.PAUSE and method["warmup_s"] == stopwatch.WARMUP
+    assert method["thread_policy"]["workers"] == bench.isolated.WORKER_ENV and method["repeats"] == 1
+    assert results["machine"]["source"]["commit"] and "attncore_modified" in results["machine"]["source"]
+    assert "last_level_cache_bytes" in results["machine"] and "l1_data_cache_bytes" in results["machine"]
+    clock = results["peak"]["measured_clock"]
+    assert clock is None or clock["ghz"] > 0
+    assert bandwidth["array_mib"] == 64 and "64 MiB" in bandwidth["method"] and "64 MiB" in bandwidth["read_method"]
+
+
+def test_publish_names_the_file_by_its_date_cpu_and_commit():
+    info = {"date": "2026-12-06T03:00:00+00:00", "cpu": "AMD EPYC 9R14 96-Core Processor", "cores": 2,
+            "source": {"commit": "0123456789abcdef"}}
+    assert harness.published_path(info).name == "2026-12-06-amd-epyc-9r14-96-core-processor-2-cores-0123456789.json"
+    info["jit"] = {"cpu_name": "znver4"}
+    assert harness.published_path(info) == harness.PUBLISHED / "2026-12-06-znver4-2-cores-0123456789.json"
+    args = harness.parse_args(["--publish", "--sizes", "64"])
+    assert args.sizes == harness.SIZES and args.decode and bench.decode.LONG_T_K in args.decode_t_k
 
 
 def test_ratios_pair_the_calls_of_each_repeat():
@@ -77,7 +98,7 @@ def test_blas_threads_restores_the_count():
 
 def test_published_results_meet_their_own_description():
     """The committed run that chapter 7 reads: every size, the jit path, both peaks, the ratios."""
-    pub = bench.published()
+    pub = bench.published("chapter7")
     assert pub["settings"]["sizes"] == list(harness.SIZES)
     assert {"path", "mr", "nr"} <= set(pub["machine"]["jit"])
     assert pub["peak"]["theoretical"]["gflops"] and pub["peak"]["measured_gflops"]
@@ -120,8 +141,16 @@ def test_perf_output_is_read_and_a_missing_counter_is_never_a_count(monkeypatch)
 
 def test_thread_scaling_pairs_the_rounds():
     calls = []
-    scaling = timing.thread_scaling(lambda n: (lambda: calls.append(n)), counts=(1, 2), repeats=3, pause=0, warmup=0)
+    scaling = stopwatch.thread_scaling(lambda n: (lambda: calls.append(n)), counts=(1, 2), repeats=3, pause=0, warmup=0)
     assert calls.count(1) == calls.count(2) == 6          # each timed call after one untimed one (no warm-up)
     assert set(scaling["seconds"]) == {1, 2} and scaling["speedup"][1] == 1.0
     per_core = bench.machine.threads_per_core()
     assert per_core is None or per_core >= 1
+
+
+def test_every_bandwidth_of_a_run_reads_an_array_from_memory_not_a_cache():
+    """One array size for the copy and the read roofs (the old copy at 256 MiB and the decode
+    roof at 1 GiB gave two copy bandwidths of one run): at least 1 GiB and twice the last cache."""
+    mib = bench.machine.memory_mib()
+    cache = bench.machine.last_level_cache_bytes() or 0
+    assert mib >= 1024 and mib * 2**20 >= 2 * cache

@@ -17,6 +17,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Sequence
 
 ADDS_PER_STEP = 100
 _ASM = {"x86_64": "addq $2, $0", "amd64": "addq $2, $0", "aarch64": "add $0, $0, $2", "arm64": "add $0, $0, $2"}
@@ -75,7 +76,7 @@ def _chain_rate(chain, steps, repeats, out):
         out.append(steps * ADDS_PER_STEP / seconds)
 
 
-def measured_clock(threads=1, adds=2 * 10**8, repeats=5):
+def measured_clock(threads: int = 1, adds: int = 2 * 10**8, repeats: int = 5) -> dict | None:
     """{"ghz", "runs_ghz", "threads", "adds", "method"}: the clock from `threads` chains run at
     once (one per thread; more threads than one show the clock with every core busy), the
     fastest repeat of the slowest thread (a disturbance only ever lowers a rate); None where
@@ -96,12 +97,12 @@ def measured_clock(threads=1, adds=2 * 10**8, repeats=5):
             "method": "a chain of dependent integer adds (inline assembly, one cycle each), adds per CPU second"}
 
 
-def peak_at(theory, ghz):
+def peak_at(theory: dict, ghz: float) -> float:
     """The theoretical peak (bench.theoretical_peak's dict) recomputed at another clock, GFLOP/s."""
     return theory["cores"] * theory["fma_pipes"] * theory["lanes"] * 2 * ghz
 
 
-def parse_perf_stat(text):
+def parse_perf_stat(text: str) -> dict[str, float | None]:
     """{event: count or None} from `perf stat -x ,` output: None where perf printed
     "<not supported>" or "<not counted>" instead of a number."""
     counts = {}
@@ -117,7 +118,7 @@ def parse_perf_stat(text):
     return counts
 
 
-def perf_counters(command=("true",), events=("cycles", "instructions")):
+def perf_counters(command: Sequence[str] = ("true",), events: Sequence[str] = ("cycles", "instructions")) -> dict:
     """{"available", "reason", "counts"}: whether `perf stat` reads these hardware counters here,
     from one run of `command`; counts only where every event was counted."""
     perf = shutil.which("perf")
@@ -142,7 +143,7 @@ def perf_counters(command=("true",), events=("cycles", "instructions")):
 CHAIN_COMMAND = "from attncore.bench import clock; clock._add_chain()({steps}, 3)"
 
 
-def cycles_per_add(adds=2 * 10**8):
+def cycles_per_add(adds: int = 2 * 10**8) -> float | None:
     """Cycles per add of the chain counted by perf (the difference of two runs, adds and twice
     as many, so that Python's start-up cancels), or None where the counters cannot be read."""
     counted = []

@@ -23,7 +23,7 @@ import statistics
 
 import numpy as np
 
-from . import isolated, machine, peers, timing
+from . import isolated, machine, peers, stopwatch
 
 H_Q, H_KV, D = 32, 8, 128
 T_KS = (4096, 32768)
@@ -33,44 +33,38 @@ NAMES = ("jit", "torch", "onnxruntime", "openvino_f32", "openvino_default", "jax
 READERS = ("memory_read", "kv_read")  # timed in each round, before the implementations (see above)
 
 
-def kv_bytes(t_k, h_kv=H_KV, d=D, batch=1, itemsize=4):
+def kv_bytes(t_k: int, h_kv: int = H_KV, d: int = D, batch: int = 1, itemsize: int = 4) -> int:
     """Bytes of K and V, each read once."""
     return 2 * batch * h_kv * t_k * d * itemsize
 
 
-def inputs(t_q, t_k, h_q=H_Q, h_kv=H_KV, d=D, seed=0):
+def inputs(t_q: int, t_k: int, h_q: int = H_Q, h_kv: int = H_KV, d: int = D,
+           seed: int = 0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     rng = np.random.default_rng(seed)
     q = rng.standard_normal((1, h_q, t_q, d), dtype=np.float32)
     k, v = (rng.standard_normal((1, h_kv, t_k, d), dtype=np.float32) for _ in range(2))
     return q, k, v
 
 
-def memory_mib():
-    """MiB of an array that a reader gets from memory, not a cache: at least 1 GiB and twice the
-    largest cache the system reports (T_k = 32768 is 256 MiB of K and V: it may sit partly in
-    a large L3; see each row's fits_in_cache)."""
-    return max(1024, 2 * (machine.last_level_cache_bytes() or 0) // 2**20)
-
-
-def roofs(threads, repeats=3):
+def roofs(threads: int, repeats: int = 3) -> dict:
     """Measured bandwidth for `threads` threads, GB/s, once: read once (the decode roof) and copy,
     on an array of memory_mib()."""
-    cache, mib = machine.last_level_cache_bytes(), memory_mib()
+    cache, mib = machine.last_level_cache_bytes(), machine.memory_mib()
     return {"threads": threads, "read_gbs": machine.read_bandwidth(threads, mib=mib, repeats=repeats),
             "copy_gbs": machine.copy_bandwidth(threads, mib=mib, repeats=repeats), "array_mib": mib,
             "last_level_cache_bytes": cache,
             "read_method": machine.read_method(mib),
-            "copy_method": f"numpy.copyto of {mib} MiB float32, read + write counted, fastest"}
+            "copy_method": machine.copy_method(mib)}
 
 
-def run(t_ks=T_KS, t_qs=T_QS, names=NAMES, repeats=5, pause=timing.PAUSE, threads=None, roof=None, log=None,
+def run(t_ks=T_KS, t_qs=T_QS, names=NAMES, repeats=5, pause=stopwatch.PAUSE, threads=None, roof=None, log=None,
         h_q=H_Q, h_kv=H_KV, d=D, isolate=False, mib=None):
     """Rows of the decode scenario, one per (T_k, T_q, implementation); skipped ones have a note;
     and "reads", the readers' rows. isolate: each implementation and reader timed in its own
     process (attncore.bench.isolated). mib: the memory reader's array (default memory_mib())."""
     threads = threads or machine.cores()
     roof = roof or roofs(threads)
-    memory = _reader("memory_read", isolate, "memory_reader", mib or memory_mib(), threads)
+    memory = _reader("memory_read", isolate, "memory_reader", mib or machine.memory_mib(), threads)
     rows, reads = [], []
     for t_k in t_ks:
         for t_q in t_qs:
@@ -97,12 +91,13 @@ def run(t_ks=T_KS, t_qs=T_QS, names=NAMES, repeats=5, pause=timing.PAUSE, thread
                 errors[name] = float(np.max(np.abs(out - reference)))
                 details[name] = call.details
                 if not errors[name] <= peer.tolerance:
-                    notes[name] = f"skipped: max |error| {errors[name]:.1e} against float64 > bound {peer.tolerance:.0e}"
+                    notes[name] = (f"skipped: max |error| {errors[name]:.1e} against float64 "
+                                   f"> bound {peer.tolerance:.0e}")
                     continue
                 calls[name] = call
             del reference
             cpu = {}
-            times = timing.rounds(calls, repeats, pause, cpu=cpu)
+            times = stopwatch.rounds(calls, repeats, pause, cpu=cpu)
             size = kv_bytes(t_k, h_kv, d)
             for name in names:
                 row = {"t_k": t_k, "t_q": t_q, "h_q": h_q, "h_kv": h_kv, "d": d, "causal": causal, "impl": name,
@@ -123,14 +118,15 @@ def run(t_ks=T_KS, t_qs=T_QS, names=NAMES, repeats=5, pause=timing.PAUSE, thread
                         row["note"] = gqa
                 rows.append(row)
             for row in rows[-len(names):]:
-                row["torch_over_this"] = timing.paired(times.get(row["impl"]), times.get("torch"))
+                row["torch_over_this"] = stopwatch.paired(times.get(row["impl"]), times.get("torch"))
             reads += [_read_row(name, t_k, t_q, call, note, times.get(name), cpu.get(name))
                       for name, (call, note) in readers.items()]
             if log:
                 log(f"  measured decode T_k = {t_k}, T_q = {t_q}")
             del calls
     settings = {"h_q": h_q, "h_kv": h_kv, "d": d, "batch": 1, "t_ks": list(t_ks), "t_qs": list(t_qs),
-                "repeats": repeats, "pause_s": pause, "warmup_s": timing.WARMUP, "threads": threads, "dtype": "float32",
+                "repeats": repeats, "pause_s": pause, "warmup_s": stopwatch.WARMUP, "threads": threads,
+                "dtype": "float32",
                 "processes": isolated.DESCRIPTION if isolate else None,
                 "worker_env": isolated.WORKER_ENV if isolate else None}
     return {"roof": roof, "rows": rows, "reads": reads, "settings": settings}
@@ -156,7 +152,7 @@ def _paired_fractions(times, name, size, readers):
     out = {}
     for key, reader in (("paired_read_fraction", "memory_read"), ("kv_read_fraction", "kv_read")):
         call = readers[reader][0]
-        quotient = timing.paired(times[name], times.get(reader))
+        quotient = stopwatch.paired(times[name], times.get(reader))
         out[key] = quotient * size / call.details["bytes"] if quotient else None
     return out
 
@@ -171,7 +167,7 @@ def _read_row(name, t_k, t_q, reader, note, times, cpu):
     return row
 
 
-def chunk_over_single(rows, impl, t_k):
+def chunk_over_single(rows: list[dict], impl: str, t_k: int) -> float | None:
     """Time at T_q = 4 over time at T_q = 1 (medians; the calls ran in different rounds)."""
     one, four = (next((r.get("seconds") for r in rows if (r["impl"], r["t_k"], r["t_q"]) == (impl, t_k, t_q)), None)
                  for t_q in (1, 4))

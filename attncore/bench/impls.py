@@ -17,11 +17,11 @@ from . import machine, peers
 
 if importlib.util.find_spec("torch") is not None:
     # Imported now, before Numba starts its OpenMP thread pool: with the two OpenMP runtimes
-    # loaded the other way round, PyTorch's SDPA ran 3 to 7 times slower on the course machine.
+    # loaded the other way round, PyTorch's SDPA ran several times slower (benchmarks/NOTES.md).
     import torch  # noqa: F401
 
 
-def naive(q, k, v, causal):
+def naive(q: np.ndarray, k: np.ndarray, v: np.ndarray, causal: bool) -> np.ndarray:
     """Careful NumPy: one sgemm into a preallocated (N, N) score matrix, the row max, the
     subtraction, exp and the division in place, one sgemm out. One (N, N) float32 matrix
     at its peak; causal masks the upper triangle in place (square only)."""
@@ -46,25 +46,25 @@ def naive(q, k, v, causal):
     return out.reshape(*lead, t_q, d_v)
 
 
-def textbook(q, k, v, causal):
+def textbook(q: np.ndarray, k: np.ndarray, v: np.ndarray, causal: bool) -> np.ndarray:
     """attncore.attention: the textbook formula with its temporaries (three (N, N) arrays at its peak)."""
     mask = attncore.masks.causal(q.shape[-2]) if causal else None
     return attncore.attention(q, k, v, mask=mask)
 
 
-def numpy_flash(q, k, v, causal):
+def numpy_flash(q: np.ndarray, k: np.ndarray, v: np.ndarray, causal: bool) -> np.ndarray:
     """attncore.flash_attention: NumPy tiles of 64 x 64."""
     return attncore.flash_attention(q, k, v, causal=causal)
 
 
-def jit_flash(q, k, v, causal):
+def jit_flash(q: np.ndarray, k: np.ndarray, v: np.ndarray, causal: bool) -> np.ndarray:
     """attncore.jit.flash_attention with its defaults (the host CPU's micro-kernel)."""
     from attncore import jit
 
     return jit.flash_attention(q, k, v, causal=causal)
 
 
-def torch_sdpa(q, k, v, causal):
+def torch_sdpa(q: np.ndarray, k: np.ndarray, v: np.ndarray, causal: bool) -> np.ndarray:
     """PyTorch CPU scaled_dot_product_attention on 4-D tensors (batch, heads, N, d) that share
     the arrays' memory (with 3-D input PyTorch takes its slow math path)."""
     import torch
@@ -73,7 +73,7 @@ def torch_sdpa(q, k, v, causal):
     return torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal).numpy()
 
 
-def torch_backend(q, k, v, causal):
+def torch_backend(q: np.ndarray, k: np.ndarray, v: np.ndarray, causal: bool) -> str:
     """The name of the SDPA backend PyTorch picks for these inputs (e.g. FLASH_ATTENTION)."""
     import torch
 
@@ -101,7 +101,7 @@ TRACED = {"naive", "textbook", "numpy_flash", "jit"}  # allocations tracemalloc 
 RSS = TRACED | {"torch"}  # measured in a subprocess (memory.rss)
 
 
-def missing(name):
+def missing(name: str) -> str | None:
     """None if the implementation's packages are installed, else the note of its skipped row."""
     required = REQUIRES.get(name, ("numpy",))
     for module in (required,) if isinstance(required, str) else required:
@@ -111,13 +111,13 @@ def missing(name):
     return None
 
 
-def tolerance(name):
+def tolerance(name: str) -> float | None:
     """The largest max |error| against float64 at which a peer is still timed (None: no bound,
     the course's own implementations, which the tests hold to float32 accuracy)."""
     return peers.PEERS[name].tolerance if name in peers.PEER_NAMES else None
 
 
-def prepare(name, q, k, v, causal, threads):
+def prepare(name: str, q: np.ndarray, k: np.ndarray, v: np.ndarray, causal: bool, threads: int) -> peers.Call:
     """A peers.Call: the timed call of one implementation on these inputs (a peer in its
     fast-path layout, prepared now), result() the float32 output for the error check."""
     if name in peers.PEER_NAMES:
@@ -126,18 +126,19 @@ def prepare(name, q, k, v, causal, threads):
     return peers.Call(lambda: fn(q, k, v, causal), lambda out: out, {})
 
 
-def float64_reference(q, k, v, causal):
+def float64_reference(q: np.ndarray, k: np.ndarray, v: np.ndarray, causal: bool) -> np.ndarray:
     """The same attention in float64 (Numba if installed, else tiled NumPy): the error yardstick."""
     exact = jit_flash if importlib.util.find_spec("numba") is not None else numpy_flash
     return exact(*(x.astype(np.float64) for x in (q, k, v)), causal)
 
 
-def available():
+def available() -> list[str]:
     """Names of the implementations whose packages are installed."""
     return [name for name in IMPLS if missing(name) is None]
 
 
-def inputs(n, d=64, seed=0, heads=1, batch=1):
+def inputs(n: int, d: int = 64, seed: int = 0, heads: int = 1,
+           batch: int = 1) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """q, k, v float32 (batch, heads, n, d), standard normal."""
     rng = np.random.default_rng(seed)
     return tuple(rng.standard_normal((batch, heads, n, d), dtype=np.float32) for _ in range(3))

@@ -1,18 +1,17 @@
 """Each implementation timed in a process of its own, the others stopped meanwhile.
 
-In one process the thread pools of the implementations meet: torch's and Numba's OpenMP
-runtimes slowed each other 3-8 times on the course machine, and the setting that kept them
-apart (OMP_WAIT_POLICY=PASSIVE, attncore.bench.THREAD_ENV) put every OpenMP worker to sleep
-between the untimed and the timed call, so on a VM the timed call often ran on one thread
-(a worker woke 0.7-5 ms late). Even alone in its process, torch's pool slept between calls
-at OpenMP's default policy, and half of its calls at N = 1024 took 5-8 ms instead of 1.
+In one process the thread pools of the implementations meet: two OpenMP runtimes (torch's
+and Numba's) slow each other, and the setting that keeps them apart (OMP_WAIT_POLICY=PASSIVE,
+attncore.bench.THREAD_ENV) puts every OpenMP worker to sleep between the untimed and the
+timed call, so a short timed call can start on fewer threads than it asked for while the
+others wake (benchmarks/NOTES.md has the measurements).
 
 So each implementation gets a worker process, spawned with OMP_WAIT_POLICY=ACTIVE
 (WORKER_ENV): OpenMP's workers spin between calls, as the pools of TBB (OpenVINO) and ONNX
 Runtime do by default, and no call pays a wake-up. A spinning pool must not take a core
 from another implementation's call, so every worker is stopped (SIGSTOP) except while it
 prepares or times its own call. The harness still orders the rounds
-(attncore.bench.timing.rounds): it wakes one worker at a time for a timed call (the pause,
+(attncore.bench.stopwatch.rounds): it wakes one worker at a time for a timed call (the pause,
 the untimed warm-up calls and the timed call, all in the worker).
 
 A worker is stopped most of the time, and a stopped process ignores the SIGTERM that ends
@@ -26,6 +25,10 @@ import multiprocessing
 import os
 import signal
 import sys
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import numpy as np
 
 DESCRIPTION = ("each implementation timed in a worker process of its own, the others stopped meanwhile "
                "(attncore.bench.isolated)")
@@ -41,29 +44,30 @@ class Failed(Exception):
         self.description = description
 
 
-def describe(error):
+def describe(error: BaseException) -> str:
     """'Type: message' of an exception, the worker's own for Failed."""
     return error.description if isinstance(error, Failed) else f"{type(error).__name__}: {error}"
 
 
 class Call:
     """A prepared call in a worker: result() (computed once, at preparation), details, and
-    timed(pause, warmup) -> (seconds, CPU seconds of the worker process) of one timed call
-    (timing.timed). The CPU seconds count the pool's spinning too: with OMP_WAIT_POLICY=ACTIVE
+    timed_in_worker(pause, warmup) -> (seconds, CPU seconds of the worker process) of one timed
+    call (stopwatch.timed, run in the worker). The CPU seconds count the pool's spinning too:
+    with OMP_WAIT_POLICY=ACTIVE
     an OpenMP pool shows about its thread count over the wall time even when one thread did
     the work."""
 
     def __init__(self, worker, out, details):
         self._worker, self._out, self.details = worker, out, details
 
-    def result(self):
+    def result(self) -> "np.ndarray":
         return self._out
 
-    def timed(self, pause, warmup):
+    def timed_in_worker(self, pause: float, warmup: float) -> tuple[float, float]:
         return self._worker.ask("time", pause, warmup)
 
 
-def prepare(name, make, *args):
+def prepare(name: str, make, *args) -> Call:
     """make(*args) -> a peers.Call, run in the worker process of implementation `name` (started
     on first use): a Call that times it there. Raises Failed if make or the call raises."""
     if name not in _WORKERS:
@@ -73,7 +77,7 @@ def prepare(name, make, *args):
     return Call(worker, out, details)
 
 
-def close():
+def close() -> None:
     """End every worker process (the harness calls it at the end; atexit too)."""
     while _WORKERS:
         _WORKERS.popitem()[1].close()
@@ -103,7 +107,7 @@ class _Worker:
             raise Failed(reply[0])
         return reply[0] if len(reply) == 1 else tuple(reply)
 
-    def close(self):
+    def close(self) -> None:
         self._signal(signal.SIGCONT)
         try:
             self._connection.send(None)
@@ -144,9 +148,8 @@ def _numpy_owned(args):
 
     An array unpickled from the pipe wraps a buffer that Python allocated. Linux backs
     NumPy's large allocations with huge pages (NumPy asks with madvise where transparent
-    huge pages are set to "madvise") but not that buffer, and a kernel streaming such
-    an array runs slower: decoding at T_k = 32768 (256 MiB of K and V) took 18.1 ms in
-    the worker against 16.5 ms in the caller's process, on the course machine."""
+    huge pages are set to "madvise") but not that buffer, and a kernel streaming such an
+    array runs slower than on the caller's own copy."""
     import numpy as np
 
     return tuple(np.array(a) if isinstance(a, np.ndarray) else a for a in args)
@@ -170,8 +173,8 @@ def _die_with_parent(parent):
 def _serve(connection, parent):
     """The worker's loop: ("prepare", make, args) keeps make(*args) as the call and replies
     with its result and details; ("time", pause, warmup) replies with the seconds and CPU seconds
-    of one timed call (timing.timed); None ends it. parent: the harness's pid (_die_with_parent)."""
-    from . import timing
+    of one timed call (stopwatch.timed); None ends it. parent: the harness's pid (_die_with_parent)."""
+    from . import stopwatch
 
     _die_with_parent(parent)
     call = None
@@ -186,7 +189,7 @@ def _serve(connection, parent):
             else:
                 cpu = []
                 pause, warmup = arguments
-                reply = ("ok", timing.timed(call, pause, cpu=cpu, warmup=warmup), cpu[0])
+                reply = ("ok", stopwatch.timed(call, pause, cpu=cpu, warmup=warmup), cpu[0])
         except Exception as error:  # reported where the harness makes a row of it
             reply = ("failed", f"{type(error).__name__}: {error}")
         connection.send(reply)

@@ -7,6 +7,7 @@ import importlib.metadata
 import os
 import platform
 import time
+from collections.abc import Iterator
 
 import numpy as np
 
@@ -30,16 +31,16 @@ def _field(name, text=None):
     return [line.split(":", 1)[1].strip() for line in text.splitlines() if line.split(":")[0].strip() == name]
 
 
-def cpu_model():
+def cpu_model() -> str:
     return next(iter(_field("model name")), None) or platform.processor() or "unknown"
 
 
-def cores():
+def cores() -> int:
     """CPUs this process may run on."""
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
 
 
-def clock_ghz():
+def clock_ghz() -> float | None:
     """The highest clock the system reports (cpufreq's maximum, else /proc/cpuinfo's MHz).
     A virtual machine often reports only its nominal clock; turbo may run faster: the clock
     the cores run at is measured by bench.clock.measured_clock."""
@@ -51,7 +52,7 @@ def clock_ghz():
         return max(mhz) / 1e3 if mhz else None
 
 
-def threads_per_core():
+def threads_per_core() -> int | None:
     """Hardware threads per core that the system shows for CPU 0 (its SMT siblings), or None.
     A virtual machine shows what its hypervisor chooses to, not the host's topology."""
     try:
@@ -66,7 +67,7 @@ def threads_per_core():
     return count
 
 
-def theoretical_peak():
+def theoretical_peak() -> dict:
     """cores x FMA pipes x float32 lanes per pipe x 2 flops x clock, from the machine.
 
     Pipes and lanes per pipe: 2 FMA pipes on current x86 server cores; 16 lanes with
@@ -109,7 +110,7 @@ def _openblas():
 
 
 @contextlib.contextmanager
-def blas_threads(n):
+def blas_threads(n: int) -> Iterator[bool]:
     """NumPy's BLAS limited to n threads inside the block (a no-op where it cannot be found)."""
     found = _openblas()
     if found is None:
@@ -124,7 +125,7 @@ def blas_threads(n):
         setter(before)
 
 
-def sgemm_rate(n=1024, repeats=5, threads=1):
+def sgemm_rate(n: int = 1024, repeats: int = 5, threads: int = 1) -> float | None:
     """GFLOP/s of one float32 (n, n) @ (n, n) product on `threads` BLAS threads, or None if
     NumPy's BLAS cannot be limited. One thread: timed in CPU time (the fastest of the repeats),
     which other jobs on the machine disturb less than wall time; more threads: wall time (the
@@ -144,7 +145,7 @@ def sgemm_rate(n=1024, repeats=5, threads=1):
     return 2 * n**3 / min(times) / 1e9
 
 
-def copy_bandwidth(threads=1, mib=256, repeats=3):
+def copy_bandwidth(threads: int = 1, mib: int = 256, repeats: int = 3) -> float:
     """GB/s (read + write) of copying a float32 array of `mib` MiB, far larger than any cache,
     split over `threads` Python threads (NumPy releases the GIL while it copies): the fastest
     of the repeats, in wall time, after one untimed copy that touches every page."""
@@ -173,7 +174,7 @@ def copy_bandwidth(threads=1, mib=256, repeats=3):
     return 2 * source.nbytes / min(times) / 1e9
 
 
-def read_bandwidth(threads=1, mib=256, repeats=3):
+def read_bandwidth(threads: int = 1, mib: int = 256, repeats: int = 3) -> float:
     """GB/s of reading a float32 array of `mib` MiB once, split over `threads` threads (reader.py:
     compiled, asking for its rows ahead): the roof of a kernel that only reads, as decoding reads
     K and V. Fastest of the repeats, after one untimed pass."""
@@ -183,7 +184,7 @@ def read_bandwidth(threads=1, mib=256, repeats=3):
     return source.nbytes / read_seconds(source, threads, repeats) / 1e9
 
 
-def read_method(mib):
+def read_method(mib: int) -> str:
     """How read_bandwidth(mib=mib) reads, for a results file."""
     from .reader import PREFETCH_ROWS, ROW
 
@@ -191,48 +192,78 @@ def read_method(mib):
             f"{PREFETCH_ROWS} ahead of the one it reads; read once, fastest")
 
 
-def last_level_cache_bytes():
-    """The size of the largest cache the system reports (a virtual machine may report its
-    host's), or None: a bandwidth measured on less than about twice this may be the cache's."""
-    sizes = []
-    for path in glob.glob("/sys/devices/system/cpu/cpu0/cache/index*/size"):
+def _caches() -> list[tuple[int, str, int]]:
+    """(level, type, bytes) of each cache the system reports for CPU 0 (a virtual machine may
+    report its host's)."""
+    found = []
+    for folder in glob.glob("/sys/devices/system/cpu/cpu0/cache/index*"):
         try:
-            with open(path) as f:
+            with open(os.path.join(folder, "size")) as f:
                 text = f.read().strip()
-        except OSError:
+            with open(os.path.join(folder, "level")) as f:
+                level = int(f.read())
+            with open(os.path.join(folder, "type")) as f:
+                kind = f.read().strip()
+        except (OSError, ValueError):
             continue
         scale = {"K": 2**10, "M": 2**20, "G": 2**30}.get(text[-1:], 1)
-        sizes.append(int(text.rstrip("KMG")) * scale)
-    return max(sizes, default=None)
+        found.append((level, kind, int(text.rstrip("KMG")) * scale))
+    return found
 
 
-def isa_flags():
+def last_level_cache_bytes() -> int | None:
+    """The size of the largest cache the system reports, or None: a bandwidth measured on less
+    than about twice this may be the cache's."""
+    return max((size for *_, size in _caches()), default=None)
+
+
+def l1_data_cache_bytes() -> int | None:
+    """The size of the first-level data cache the system reports for CPU 0, or None."""
+    return next((size for level, kind, size in _caches() if level == 1 and kind == "Data"), None)
+
+
+def memory_mib() -> int:
+    """MiB of an array that comes from memory, not a cache: at least 1 GiB and twice the largest
+    cache the system reports. Every bandwidth of a run (copy and read) uses this size."""
+    return max(1024, 2 * (last_level_cache_bytes() or 0) // 2**20)
+
+
+def isa_flags() -> dict[str, bool]:
     """The instruction-set extensions that matter for attention kernels, from /proc/cpuinfo."""
     flags = set(next(iter(_field("flags")), "").split())
     wanted = ("avx2", "fma", "avx512f", "avx512_bf16", "avx512_fp16", "avx512_vnni", "amx_tile", "amx_bf16", "amx_int8")
     return {flag: flag in flags for flag in wanted}
 
 
-def bandwidth(repeats=3):
-    """Copy bandwidth of one core and of all the cores this process may use, in GB/s: the
-    sloped roof of the roofline, for the same cores as the peak."""
-    return {"per_core_gbs": copy_bandwidth(1, repeats=repeats),
-            "all_cores_gbs": copy_bandwidth(cores(), repeats=repeats), "threads": cores(),
-            "method": "numpy.copyto of 256 MiB float32, read + write, fastest of the repeats",
-            "read_all_cores_gbs": read_bandwidth(cores(), repeats=repeats),
-            "read_method": read_method(256)}
+def bandwidth(repeats: int = 3) -> dict:
+    """Copy bandwidth of one core and of all the cores this process may use, and the read
+    bandwidth of all of them, in GB/s, on arrays of memory_mib(): the sloped roof of the
+    roofline, for the same cores as the peak."""
+    mib = memory_mib()
+    return {"per_core_gbs": copy_bandwidth(1, mib=mib, repeats=repeats),
+            "all_cores_gbs": copy_bandwidth(cores(), mib=mib, repeats=repeats), "threads": cores(),
+            "method": copy_method(mib),
+            "read_all_cores_gbs": read_bandwidth(cores(), mib=mib, repeats=repeats),
+            "read_method": read_method(mib), "array_mib": mib}
 
 
-def version(package):
+def copy_method(mib: int) -> str:
+    """How copy_bandwidth(mib=mib) copies, for a results file."""
+    return f"numpy.copyto of {mib} MiB float32, read + write counted, fastest of the repeats"
+
+
+def version(package: str) -> str | None:
     try:
         return importlib.metadata.version(package)
     except importlib.metadata.PackageNotFoundError:
         return None
 
 
-def info():
+def info() -> dict:
     """A JSON-ready description of this machine and software."""
     return {
+        "l1_data_cache_bytes": l1_data_cache_bytes(),
+        "last_level_cache_bytes": last_level_cache_bytes(),
         "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "cpu": cpu_model(),
         "cores": cores(),
@@ -246,6 +277,6 @@ def info():
     }
 
 
-def load_average():
+def load_average() -> float | None:
     """1-minute load average: other processes on the cores make every timing noisier."""
     return os.getloadavg()[0] if hasattr(os, "getloadavg") else None

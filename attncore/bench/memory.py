@@ -13,9 +13,10 @@ import json
 import subprocess
 import sys
 import tracemalloc
+from collections.abc import Callable
 
 
-def traced(fn):
+def traced(fn: Callable[[], object]) -> int:
     """Peak bytes allocated through Python's allocators while fn() runs."""
     tracemalloc.start()
     try:
@@ -30,7 +31,7 @@ def _status_kib(field):
         return next(int(line.split()[1]) for line in f if line.startswith(field + ":"))
 
 
-def rss(name, n, d, causal, timeout=600):
+def rss(name: str, n: int, d: int, causal: bool, timeout: float = 600) -> int | None:
     """Peak extra resident bytes of one call, measured in a fresh subprocess; None if unavailable."""
     command = [sys.executable, "-m", "attncore.bench.memory", name, str(n), str(d), str(int(causal))]
     try:
@@ -40,7 +41,7 @@ def rss(name, n, d, causal, timeout=600):
     return json.loads(done.stdout)["bytes"]
 
 
-def main(name, n, d, causal):
+def main(name: str, n: int, d: int, causal: bool) -> None:
     from .impls import IMPLS, inputs
 
     fn = IMPLS[name]

@@ -23,20 +23,12 @@ import importlib.util
 import numpy as np
 
 # Largest max |error| against float64 each precision may show before a peer's row is
-# reported as skipped instead of timed. float32 kernels measured below 1e-6 at d = 64 and
-# 128 up to N = 16384; bfloat16 products (8 significant bits) measured 4e-4 to 9e-3.
+# reported as skipped instead of timed: well above what each precision gives (benchmarks/NOTES.md).
 TOLERANCE = {"float32": 1e-5, "bfloat16": 3e-2}
 
 
 class Unsupported(Exception):
     """This peer cannot compute this case (the message says why)."""
-
-
-def version(package):
-    try:
-        return importlib.metadata.version(package)
-    except importlib.metadata.PackageNotFoundError:
-        return None
 
 
 def _square_causal(causal, t_q, t_k):
@@ -50,12 +42,12 @@ def _square_causal(causal, t_q, t_k):
     return False, t_q > 1  # bottom-right with one query row masks nothing
 
 
-def allowed(t_q, t_k):
+def allowed(t_q: int, t_k: int) -> np.ndarray:
     """Bottom-right causal mask (T_q, T_k), True = may attend."""
     return np.arange(t_k)[None, :] <= np.arange(t_q)[:, None] + (t_k - t_q)
 
 
-def float64_reference(q, k, v, causal=False):
+def float64_reference(q: np.ndarray, k: np.ndarray, v: np.ndarray, causal: bool | str = False) -> np.ndarray:
     """Exact enough: float64 NumPy, one kv head at a time with its G query heads (no repeat)."""
     b, h_q, t_q, d = q.shape
     h_kv, t_k = k.shape[1], k.shape[2]
@@ -85,7 +77,7 @@ class Call:
     def __call__(self):
         return self.run()
 
-    def result(self):
+    def result(self) -> np.ndarray:
         return np.asarray(self.convert(self.run()), dtype=np.float32)
 
 
@@ -95,10 +87,10 @@ class Peer:
     precision = "float32"  # of the products, which sets the error bound
 
     @property
-    def tolerance(self):
+    def tolerance(self) -> float:
         return TOLERANCE[self.precision]
 
-    def missing(self):
+    def missing(self) -> str | None:
         """None if importable, else why not (the skip reason)."""
         for module in self.modules:
             if importlib.util.find_spec(module) is None:
@@ -110,7 +102,7 @@ class Peer:
             return f"import {module} failed: {type(error).__name__}: {error}"
         return None
 
-    def prepare(self, q, k, v, causal, threads):
+    def prepare(self, q: np.ndarray, k: np.ndarray, v: np.ndarray, causal: bool | str, threads: int) -> Call:
         raise NotImplementedError
 
 
@@ -119,7 +111,7 @@ class TorchSDPA(Peer):
     arrays' memory; enable_gqa when H_q != H_kv; a boolean mask for bottom-right causal."""
     name, modules = "torch", ("torch",)
 
-    def prepare(self, q, k, v, causal, threads):
+    def prepare(self, q: np.ndarray, k: np.ndarray, v: np.ndarray, causal: bool | str, threads: int) -> Call:
         import torch
         from torch.nn.attention import SDPBackend
 
@@ -137,7 +129,8 @@ class TorchSDPA(Peer):
             return sdpa(tq, tk, tv, **kwargs)
 
         details = {"backend": backend, "layout": "(B, H, T, d)", "threads": torch.get_num_threads(),
-                   "version": version("torch"), "enable_gqa": gqa, "mask": "bool (T_q, T_k)" if masked else None,
+                   "version": importlib.metadata.version("torch"), "enable_gqa": gqa,
+                   "mask": "bool (T_q, T_k)" if masked else None,
                    "how": "torch._fused_sdp_choice with the call's arguments"}
         return Call(run, lambda out: out.numpy(), details)
 
@@ -154,12 +147,13 @@ class OnnxRuntime(Peer):
         from onnx import helper
 
         graph = helper.make_graph(nodes, self.name, inputs, outputs)
-        model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("com.microsoft", 1)])
+        opsets = [helper.make_opsetid("", 17), helper.make_opsetid("com.microsoft", 1)]
+        model = helper.make_model(graph, opset_imports=opsets)
         options = ort.SessionOptions()
         options.intra_op_num_threads, options.inter_op_num_threads = threads, 1
         return ort.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"])
 
-    def prepare(self, q, k, v, causal, threads):
+    def prepare(self, q: np.ndarray, k: np.ndarray, v: np.ndarray, causal: bool | str, threads: int) -> Call:
         b, h_q, t_q, d = q.shape
         h_kv, t_k = k.shape[1], k.shape[2]
         if h_q != h_kv:
@@ -168,8 +162,11 @@ class OnnxRuntime(Peer):
 
         is_causal, masked = _square_causal(causal, t_q, t_k)
         if masked:
-            raise Unsupported("MultiHeadAttention's unidirectional mask is top-left; bottom-right with T_q > 1 not wired")
-        flat = lambda x: np.ascontiguousarray(x.transpose(0, 2, 1, 3).reshape(b, x.shape[2], -1))
+            raise Unsupported("MultiHeadAttention's unidirectional mask is top-left; "
+                              "bottom-right with T_q > 1 not wired")
+
+        def flat(x):
+            return np.ascontiguousarray(x.transpose(0, 2, 1, 3).reshape(b, x.shape[2], -1))
         feed = {"query": flat(q), "key": flat(k), "value": flat(v)}
         inputs = [helper.make_tensor_value_info(name, TensorProto.FLOAT, list(x.shape)) for name, x in feed.items()]
         output = helper.make_tensor_value_info("output", TensorProto.FLOAT, [b, t_q, h_q * d])
@@ -181,7 +178,7 @@ class OnnxRuntime(Peer):
             return session.run(None, feed)[0]
 
         details = {"backend": "com.microsoft.MultiHeadAttention", "layout": "(B, T, H * d)", "threads": threads,
-                   "version": version("onnxruntime"), "providers": session.get_providers()}
+                   "version": importlib.metadata.version("onnxruntime"), "providers": session.get_providers()}
         return Call(run, lambda out: out.reshape(b, t_q, h_q, d).transpose(0, 2, 1, 3), details, (session, feed))
 
     def _gqa(self, q, k, v, causal, threads):
@@ -192,7 +189,8 @@ class OnnxRuntime(Peer):
         h_kv, t_k = k.shape[1], k.shape[2]
         if t_q > 1 and not causal:
             raise Unsupported("GroupQueryAttention is always causal (bottom-right); non-causal T_q > 1 not wired")
-        info = lambda name, shape, kind=TensorProto.FLOAT: helper.make_tensor_value_info(name, kind, shape)
+        def info(name, shape, kind=TensorProto.FLOAT):
+            return helper.make_tensor_value_info(name, kind, shape)
         inputs = [info("query", [b, t_q, h_q * d]), info("key", [b, t_q, h_kv * d]), info("value", [b, t_q, h_kv * d]),
                   info("past_key", [b, h_kv, t_k, d]), info("past_value", [b, h_kv, t_k, d]),
                   info("seqlens_k", [b], TensorProto.INT32), info("total_sequence_length", [], TensorProto.INT32)]
@@ -204,7 +202,8 @@ class OnnxRuntime(Peer):
         # The cache holds all T_k keys; the last T_q are also this step's new key/value, which
         # the op writes into the shared buffer at the positions where they already are.
         cache_k, cache_v = (ort.OrtValue.ortvalue_from_numpy(np.ascontiguousarray(x)) for x in (k, v))
-        flat = lambda x: np.ascontiguousarray(x.transpose(0, 2, 1, 3).reshape(b, x.shape[2], -1))
+        def flat(x):
+            return np.ascontiguousarray(x.transpose(0, 2, 1, 3).reshape(b, x.shape[2], -1))
         binding = session.io_binding()
         binding.bind_cpu_input("query", flat(q))
         binding.bind_cpu_input("key", flat(k[:, :, t_k - t_q:]))
@@ -226,7 +225,7 @@ class OnnxRuntime(Peer):
 
         details = {"backend": "com.microsoft.GroupQueryAttention (past and present share one buffer)",
                    "layout": "q (B, T_q, H_q * d), cache (B, H_kv, T_k, d)", "threads": threads,
-                   "version": version("onnxruntime")}
+                   "version": importlib.metadata.version("onnxruntime")}
         return Call(run, convert, details, (session, cache_k, cache_v))
 
 
@@ -241,7 +240,7 @@ class OpenVINO(Peer):
         self._precision = "float32" if hint == "f32" else None
 
     @property
-    def precision(self):
+    def precision(self) -> str:
         if self._precision is None:  # asks OpenVINO on first use, not on import
             self._precision = self.default_precision()
         return self._precision
@@ -259,7 +258,7 @@ class OpenVINO(Peer):
             return "bfloat16"
         return "float32" if hint == "f32" else "bfloat16"  # bf16, or f16 on some CPUs: the looser bound
 
-    def prepare(self, q, k, v, causal, threads):
+    def prepare(self, q: np.ndarray, k: np.ndarray, v: np.ndarray, causal: bool | str, threads: int) -> Call:
         import openvino as ov
         from openvino import opset13 as ops
 
@@ -293,7 +292,8 @@ class OpenVINO(Peer):
         details = {"backend": "opset13.ScaledDotProductAttention, CPU plugin",
                    "layout": "(B, H_kv, G, T, d) broadcast" if g > 1 else "(B, H, T, d)",
                    "precision": compiled.get_property("INFERENCE_PRECISION_HINT").get_type_name(),
-                   "threads": int(compiled.get_property("INFERENCE_NUM_THREADS")), "version": version("openvino")}
+                   "threads": int(compiled.get_property("INFERENCE_NUM_THREADS")),
+                   "version": importlib.metadata.version("openvino")}
         return Call(run, convert, details, (compiled, arrays))
 
 
@@ -303,7 +303,7 @@ class Jax(Peer):
     causal as a boolean mask. XLA's CPU client uses every core this process may run on."""
     name, modules = "jax", ("jax",)
 
-    def prepare(self, q, k, v, causal, threads):
+    def prepare(self, q: np.ndarray, k: np.ndarray, v: np.ndarray, causal: bool | str, threads: int) -> Call:
         import jax
         import jax.numpy as jnp
 
@@ -319,7 +319,7 @@ class Jax(Peer):
 
         details = {"backend": "jax.nn.dot_product_attention, implementation='xla'", "layout": "(B, T, H, d)",
                    "threads": f"XLA default ({len(jax.devices())} CPU device, Eigen pool over the process's cores)",
-                   "version": version("jax"), "jaxlib": version("jaxlib"),
+                   "version": importlib.metadata.version("jax"), "jaxlib": importlib.metadata.version("jaxlib"),
                    "matmul_precision": str(jax.config.jax_default_matmul_precision)}
         return Call(run, lambda out: np.asarray(out).transpose(0, 2, 1, 3), details, (qj, kj, vj))
 
@@ -336,7 +336,7 @@ class JitFlash(Peer):
         self.name, self.jit_precision = name, jit_precision
         self.precision = "float32" if jit_precision == "f32" else "bfloat16"
 
-    def prepare(self, q, k, v, causal, threads):
+    def prepare(self, q: np.ndarray, k: np.ndarray, v: np.ndarray, causal: bool | str, threads: int) -> Call:
         import numba
 
         from attncore import jit
@@ -373,9 +373,12 @@ PEERS = {peer.name: peer for peer in (
 # The yardsticks of jit (float32): every row of a peer table is one of these over jit's time.
 # The bfloat16 paths of jit are timed the same way, so that their row reads as the float32
 # path's speed-up: jit time / bf16 time = 1 / ratio.
+TITLES = {"jit": "attncore.jit", "torch": "PyTorch SDPA", "onnxruntime": "ONNX Runtime",
+          "openvino_f32": "OpenVINO f32", "openvino_default": "OpenVINO default", "jax": "JAX",
+          "jit_bf16": "jit bf16", "jit_bf16_emulated": "jit bf16 emulated"}  # in the order of the tables
 PEER_NAMES = ("torch", "onnxruntime", "openvino_f32", "openvino_default", "jax", "jit_bf16", "jit_bf16_emulated")
 
 
-def prepare(name, q, k, v, causal, threads):
+def prepare(name: str, q: np.ndarray, k: np.ndarray, v: np.ndarray, causal: bool | str, threads: int) -> Call:
     """PEERS[name].prepare(q, k, v, causal, threads), by name: what a worker process is sent."""
     return PEERS[name].prepare(q, k, v, causal, threads)

@@ -2,14 +2,11 @@
 
 Each of Numba's threads sums its share of the rows (ROW floats each, 512 bytes in float32,
 a row of K at d = 128) and asks the CPU for the row PREFETCH_ROWS ahead of the one it
-reads, as the decode kernel asks for K. A roof must be the best a plain reader can do: on
-a 2-core Emerald Rapids VM (2 threads, 1 GiB), np.dot of the array with itself, the
-harness's reader before this one, measured 11-20 GB/s from run to run, this one 22-29 GB/s
-in the same minutes, and the decode kernel read K and V at 16-17, "above the roof".
+reads, as the decode kernel asks for K. A roof must be the best a plain reader can do, and a
+plain np.dot of the array with itself was slower than the decode kernel (benchmarks/NOTES.md).
 
-The same VM's read roof, measured once per harness run, then moved 2x from run to run (26,
-20 and 14 GB/s in 40 minutes), so a share against it said more about the minute than about
-the kernel. So the decode scenario (attncore.bench.decode) also times two readers in every
+A bandwidth measured once moves from run to run on a shared machine, so the decode scenario
+(attncore.bench.decode) also times two readers in every
 round, beside the implementations: memory_reader, a large array of its own (the memory's
 bandwidth in that round), and kv_reader, the step's own K and V (how fast any reader gets
 those bytes, from wherever they sit, a cache included).
@@ -45,7 +42,7 @@ def _sum_rows(rows, parts):
     return sums.sum()
 
 
-def read_seconds(array, threads, repeats):
+def read_seconds(array: np.ndarray, threads: int, repeats: int) -> float:
     """Seconds of the fastest of `repeats` passes over array (float32, a multiple of ROW floats) on
     `threads` of Numba's threads, after one untimed pass. Numba's thread count is restored after."""
     rows = array.reshape(-1, ROW)
@@ -71,14 +68,14 @@ def _reader(arrays, threads, what):
     return peers.Call(lambda: sum(_sum_rows(rows, threads) for rows in arrays), lambda total: total, details)
 
 
-def kv_reader(k, v, threads):
+def kv_reader(k: np.ndarray, v: np.ndarray, threads: int) -> peers.Call:
     """Reads k and v (B, H_kv, T_k, d), C-contiguous, once each by their rows of d floats: what a
     decode step must read, and nothing else."""
     rows = [x.reshape(-1, x.shape[-1]) for x in (k, v)]
     return _reader(rows, threads, f"K and V by their rows of {rows[0].shape[1] * k.itemsize} bytes")
 
 
-def memory_reader(mib, threads):
+def memory_reader(mib: int, threads: int) -> peers.Call:
     """Reads an array of its own, `mib` MiB of float32 (at least twice the last-level cache, so
     from memory), by rows of ROW floats."""
     rows = np.ones((mib * 2**20 // 4 // ROW, ROW), np.float32)

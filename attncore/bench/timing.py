@@ -1,57 +1,44 @@
-"""Interleaved timing of the implementations, errors against float64, the ratios of a run.
+"""The harness's runs: errors against float64, interleaved timing of the implementations, the
+ratios of a run.
 
-Within each repeat the implementations run one after another (each timed call right
-after untimed ones of its own), so two calls of one repeat ran side by side: the ratio
-of two implementations is the median over the repeats of their ratio within a repeat,
-and a slow phase of the machine that hits one repeat moves neither. Times are medians.
-FLOPs: 4 N^2 d (two matmuls), half of it when causal. Each repeat also times one float32
-(1024, 1024) product on one BLAS thread, so the kernel's rate can be compared with the
-single-thread sgemm rate measured beside it.
-
-A pause (PAUSE seconds, settable, recorded in the results) comes before each timed call's
-untimed calls, so that no thread pool still spinning from the previous implementation's call
-(OpenBLAS, OpenMP, oneDNN/TBB under OpenVINO, ONNX Runtime's pool, XLA's Eigen pool) takes a
-core from the next one. After the pause the implementation runs untimed for at least WARMUP
-seconds (at least one call), because one call was not enough to wake the machine: on a
-2-core Emerald Rapids VM, after a 50 ms pause, decoding at T_k = 4096 (1.2 ms warm) took
-2.0 ms after one untimed call and 1.2 ms after 10 ms of them, while a chain of scalar adds
-ran at full speed at once and a compute-bound call (N = 1024) within 10% of it. So it is
-the memory system that wakes slowly, and the calls that stream memory and last a few ms
-paid for it; a call longer than WARMUP is still called untimed exactly once.
-
-The peers of attncore.bench.peers are prepared once per size (their fast-path layout,
-compiled graphs, thread counts) and checked against float64 before any timing; one that
-fails to import or prepare, or errs beyond its bound, is a row with a note saying why,
-never a missing row.
+Each size checks every implementation against float64 before any timing (a peer that fails
+to import or prepare, or errs beyond its bound, is a row with a note saying why, never a
+missing row), then times them in rounds (attncore.bench.stopwatch): times are medians, the
+ratio of two implementations the median of their ratios within a round. FLOPs: 4 N^2 d (two
+matmuls), half of it when causal. Each round also times one float32 (1024, 1024) product on
+one BLAS thread, so the kernel's rate can be compared with the single-thread sgemm rate
+measured beside it.
 """
+import functools
 import importlib.util
 import os
 import statistics
 import subprocess
 import sys
 import tempfile
-import time
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
 
 from . import impls, isolated, machine, memory
+from .stopwatch import PAUSE, paired, rounds, timed
 
 D = 64
 ITEMSIZE = 4  # float32
 SGEMM_N = 1024
 
 
-def flops(n, causal, d=D):
+def flops(n: int, causal: bool, d: int = D) -> float:
     return 4 * n * n * d / (2 if causal else 1)
 
 
-def naive_bytes(n, name="naive"):
+def naive_bytes(n: int, name: str = "naive") -> int:
     """Peak of a naive implementation, estimated: its float32 (N, N) arrays."""
     return impls.MATRICES[name] * n * n * ITEMSIZE
 
 
-def skip_reason(name, n, naive_budget_gib=2.0, numpy_flash_max=2048):
+def skip_reason(name: str, n: int, naive_budget_gib: float = 2.0, numpy_flash_max: int = 2048) -> str | None:
     """Why implementation `name` is not run at size n (a sentence), or None: the matrices
     would exceed the memory budget, or the NumPy tiles would take too long."""
     if name in impls.MATRICES and naive_bytes(n, name) > naive_budget_gib * 2**30:
@@ -61,71 +48,8 @@ def skip_reason(name, n, naive_budget_gib=2.0, numpy_flash_max=2048):
     return None
 
 
-PAUSE = 0.05  # seconds of sleep before each timed call (see the module's docstring)
-WARMUP = 0.02  # seconds of untimed calls, at least one, between the pause and the timed call
-
-
-def timed(fn, pause=PAUSE, sleep=time.sleep, clock=time.perf_counter, cpu=None, warmup=WARMUP):
-    """Seconds of one call of fn(): after a pause, then untimed calls for at least warmup seconds
-    (at least one: a call right after other work or a pause starts on an idled machine). cpu: a
-    list that gets the process's CPU seconds of the timed call (every thread's, so about
-    threads x wall when it has the cores to itself; far less when other jobs take them; Linux
-    counts the other threads' time at scheduler ticks, so a call of a few ms can read as one
-    thread's: decoding at T_k = 4096, 1.4 ms on 2 threads, read 1.01 x wall call by call and
-    1.99 over 50 calls, on the course machine). An
-    isolated.Call does all this in its own worker process."""
-    if isinstance(fn, isolated.Call):
-        seconds, cpu_seconds = fn.timed(pause, warmup)
-        if cpu is not None:
-            cpu.append(cpu_seconds)
-        return seconds
-    if pause:
-        sleep(pause)
-    warm_start = clock()
-    fn()  # untimed
-    while clock() - warm_start < warmup:
-        fn()
-    cpu_start, start = time.process_time(), clock()
-    fn()
-    seconds = clock() - start
-    if cpu is not None:
-        cpu.append(time.process_time() - cpu_start)
-    return seconds
-
-
-def rounds(calls, repeats, pause=PAUSE, between=None, sleep=time.sleep, clock=time.perf_counter, cpu=None,
-           warmup=WARMUP):
-    """{name: [seconds of each round]}: in each round every call of `calls` ({name: fn}) is timed
-    once, in order, each after its pause and warm-up (timed); between() (if given) runs at the
-    end of each round. cpu: a dict that gets {name: [CPU seconds of each round]}."""
-    times = {name: [] for name in calls}
-    for name in calls if cpu is not None else ():
-        cpu[name] = []
-    for _ in range(repeats):
-        for name, fn in calls.items():
-            times[name].append(timed(fn, pause, sleep, clock, None if cpu is None else cpu[name], warmup))
-        if between:
-            between()
-    return times
-
-
-def paired(mine, theirs):
-    """Median over the rounds of theirs / mine within each round (None if either is missing)."""
-    if not mine or not theirs:
-        return None
-    return statistics.median(t / s for s, t in zip(mine, theirs, strict=True))
-
-
-def thread_scaling(call_on, counts=(1, 2), repeats=5, pause=PAUSE, warmup=WARMUP):
-    """How a call speeds up with threads: call_on(n) is the call to time on n threads.
-    {"seconds": {n: median seconds}, "speedup": {n: median over the rounds of the time on
-    counts[0] threads over the time on n}}, the calls of each round timed side by side."""
-    times = rounds({n: call_on(n) for n in counts}, repeats, pause, warmup=warmup)
-    return {"seconds": {n: statistics.median(t) for n, t in times.items()},
-            "speedup": {n: paired(times[n], times[counts[0]]) for n in counts}}
-
-
-def check(names, q, k, v, causal, reference, threads, isolate=False):
+def check(names: Sequence[str], q: np.ndarray, k: np.ndarray, v: np.ndarray, causal: bool, reference: np.ndarray,
+          threads: int, isolate: bool = False) -> tuple[dict, dict, dict, dict]:
     """Prepare each implementation (isolate: each in its worker process, attncore.bench.isolated)
     and compare its output with the float64 reference, before any timing: ({name: call},
     {name: max |error|}, {name: details}, {name: skip note})."""
@@ -148,7 +72,8 @@ def check(names, q, k, v, causal, reference, threads, isolate=False):
     return calls, errors, details, notes
 
 
-def time_size(n, causal, names, repeats, d=D, sgemm=True, pause=PAUSE, threads=None, isolate=False):
+def time_size(n: int, causal: bool, names: Sequence[str], repeats: int, d: int = D, sgemm: bool = True,
+              pause: float = PAUSE, threads: int | None = None, isolate: bool = False) -> tuple:
     """The seconds of each repeat per implementation (interleaved), each output's max |error|
     against float64, the median single-thread sgemm rate of the same repeats (GFLOP/s, or
     None), what ran ({name: details}) and why some did not ({name: note}). isolate: each
@@ -204,10 +129,10 @@ def run(sizes, repeats=5, naive_budget_gib=2.0, numpy_flash_max=2048, rss=True, 
                     if details[name].get("backend"):
                         row["backend"] = details[name]["backend"]
                 if name in repeat_seconds:
-                    fn = impls.IMPLS[name]
                     seconds = statistics.median(repeat_seconds[name])
                     # the peers' allocators are not traced; RSS of the course's own and PyTorch
-                    traced = memory.traced(lambda: fn(q, k, v, causal)) if name in impls.TRACED else None
+                    traced = (memory.traced(functools.partial(impls.IMPLS[name], q, k, v, causal))
+                              if name in impls.TRACED else None)
                     resident = memory.rss(name, n, D, causal) if rss and not causal and name in impls.RSS else None
                     row.update(
                         seconds=seconds, repeat_seconds=repeat_seconds[name], gflops=flops(n, causal) / seconds / 1e9,
@@ -224,7 +149,7 @@ def run(sizes, repeats=5, naive_budget_gib=2.0, numpy_flash_max=2048, rss=True, 
     return rows
 
 
-def peer_ratios(rows, base="jit", peers=None):
+def peer_ratios(rows: list[dict], base: str = "jit", peers: Sequence[str] | None = None) -> list[dict]:
     """[{n, causal, impl, ratio}]: each implementation's time over base's, the median over the
     rounds of the ratio within each round (> 1: base is faster); None where either did not run."""
     peers = peers or sorted({r["impl"] for r in rows} - {base})
@@ -239,18 +164,18 @@ def peer_ratios(rows, base="jit", peers=None):
     return out
 
 
-def lookup(rows, n, causal, impl, key="seconds"):
+def lookup(rows: list[dict], n: int, causal: bool, impl: str, key: str = "seconds"):
     return next((r.get(key) for r in rows if (r["n"], r["causal"], r["impl"]) == (n, causal, impl)), None)
 
 
-def side_by_side(rows, n, causal, impl, other):
+def side_by_side(rows: list[dict], n: int, causal: bool, impl: str, other: str) -> float | None:
     """How many times as fast impl ran as other: the median over the repeats of other's time
     over impl's in the same repeat; None if either did not run."""
     mine, theirs = (lookup(rows, n, causal, name, "repeat_seconds") for name in (impl, other))
     return paired(mine, theirs)
 
 
-def ratios(rows):
+def ratios(rows: list[dict]) -> list[dict]:
     """Per N: jit against torch, naive and textbook (throughput, side_by_side), causal
     speed-ups (the ratio of two medians: the two calls ran at different moments), memory."""
     out = []
@@ -290,7 +215,7 @@ print(imported - start, called - imported, info["cache_hits"], info["cache_misse
 """
 
 
-def compile_cost():
+def compile_cost() -> dict | None:
     """First call of jit.flash_attention in two fresh processes sharing an empty NUMBA_CACHE_DIR."""
     if importlib.util.find_spec("numba") is None:
         return None

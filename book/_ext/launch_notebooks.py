@@ -293,6 +293,7 @@ DIRECTIVE = re.compile(r"^\{(?P<name>[\w:.-]+)\}\s*(?P<arg>.*)$")
 TEXT_AND_TARGET = re.compile(r"^(?P<text>.*?)\s*<(?P<target>[^<>]+)>$", re.S)
 PROOF_KINDS = {"prf:proof": "Proof"}
 HIDDEN_ON_SITE = {"hide-input", "remove-input", "remove-cell"}
+BOOK_ONLY = "book-prose"  # a cell the launch notebook leaves out (see launch_notebook)
 
 
 class Translator:
@@ -466,6 +467,9 @@ def launch_notebook(page, site=None):
     with every Markdown cell in CommonMark."""
     site = Site() if site is None else site
     notebook = jupytext.read(page)
+    # Cells that glue words built by the book's own code (book/_ext/coursebook, not in the
+    # wheel): their text is in the Markdown already, and outside the clone they cannot run.
+    notebook.cells = [c for c in notebook.cells if BOOK_ONLY not in c.metadata.get("tags", [])]
     for cell in notebook.cells:
         if cell.cell_type == "markdown":
             cell.source = markdown(cell.source, page, site)
