@@ -39,6 +39,7 @@ def agree(name, q, k, v, causal):
     return call
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("causal", [False, True])
 @pytest.mark.parametrize("name", PEERS)
 def test_peer_agrees_with_float64(name, causal):
@@ -49,6 +50,7 @@ def test_peer_agrees_with_float64(name, causal):
     assert np.array_equal(call.result(), call.result()) or name == "openvino_default"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("t_q", [1, 3, 70])
 @pytest.mark.parametrize("name", PEERS)
 def test_peer_decodes_grouped_query_heads(name, t_q):
@@ -61,6 +63,7 @@ def test_peer_decodes_grouped_query_heads(name, t_q):
         assert "gqa" in call.details  # native or repeated, the row says which
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["jit_bf16", "jit_bf16_emulated"])
 def test_jit_bf16_peers_are_timed_against_the_float32_path_with_their_own_bound(name):
     """jit's bfloat16 paths are rows of the peer table (their time over jit's float32 time),

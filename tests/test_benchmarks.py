@@ -14,6 +14,7 @@ from benchmarks import harness
 pytestmark = pytest.mark.xdist_group("numba-decode")  # one worker compiles each kernel once (conftest.py)
 
 
+@pytest.mark.slow
 def test_smoke_run_writes_every_field(tmp_path, capsys):
     out = tmp_path / "results.json"
     names = [n for n in ("naive", "textbook", "numpy_flash", "jit") if n in bench.available()]

@@ -233,6 +233,7 @@ def test_loads_and_stores_sentence_follows_the_counts():
     assert "once per 4 multiply-adds" in text
 
 
+@pytest.mark.slow
 def test_loads_and_stores_of_the_compiled_kernels():
     """On this machine's code: the micro-kernel's reduction loop keeps C in registers."""
     jit = pytest.importorskip("attncore.jit")

@@ -20,7 +20,7 @@ sys.path.insert(0, str(ROOT / "book" / "_ext"))
 from launch_notebooks import MODEL_PACKAGE  # noqa: E402 (book/_ext is not a package)
 
 NOTEBOOKS = sorted((ROOT / "book").rglob("*.ipynb"))
-pytestmark = pytest.mark.xdist_group("launch")
+pytestmark = [pytest.mark.slow, pytest.mark.wheel, pytest.mark.xdist_group("launch")]
 
 
 @pytest.fixture(scope="module")

@@ -20,6 +20,8 @@ import pytest
 import attncore
 from attncore import masks
 
+pytestmark = [pytest.mark.slow, pytest.mark.model]
+
 torch = pytest.importorskip("torch", reason="PyTorch is not installed (model-test extra)")
 F = torch.nn.functional
 

@@ -34,7 +34,7 @@ except ImportError as err:  # a clear failure, not a skip: these checks must run
 from attncore import bert, masks
 
 # one worker loads PyTorch and the model once for the whole module (make test runs pytest -n 2)
-pytestmark = pytest.mark.xdist_group("real-model")
+pytestmark = [pytest.mark.slow, pytest.mark.model, pytest.mark.xdist_group("real-model")]
 
 # punctuation, an apostrophe, an unknown symbol (the emoji becomes [UNK]), accents that
 # the uncased tokenizer strips, CJK characters split one by one, a word cut into

@@ -120,7 +120,7 @@ def browser():
 
 # One worker opens every page once per window size (the `opened` fixture) and runs
 # every test that looks at it.
-pytestmark = pytest.mark.xdist_group("site")
+pytestmark = [pytest.mark.slow, pytest.mark.browser, pytest.mark.book, pytest.mark.xdist_group("site")]
 
 PHONE = {"width": 390, "height": 844}
 DESKTOP = {"width": 1366, "height": 900}

@@ -16,7 +16,7 @@ from attncore.grading.engine import ASSIGNMENTS
 from .gradekit import ROOT, release_notebook, submission
 from .venvkit import clean_env, venv_with_wheel
 
-pytestmark = pytest.mark.xdist_group("wheel")
+pytestmark = [pytest.mark.slow, pytest.mark.wheel, pytest.mark.xdist_group("wheel")]
 
 
 @pytest.fixture(scope="module")
