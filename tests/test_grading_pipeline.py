@@ -18,8 +18,14 @@ from attncore.grading.engine import ASSIGNMENTS, SPECS
 from attncore.grading.engine.probe import VISIBLE_SUITES
 
 from .gradekit import (
-    ROOT, Course, auto_points, points_by_function, reference_sources, release_notebook,
-    source_notebook, submission,
+    ROOT,
+    Course,
+    auto_points,
+    points_by_function,
+    reference_sources,
+    release_notebook,
+    source_notebook,
+    submission,
 )
 from .test_tamper import last_wrong
 

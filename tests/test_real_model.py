@@ -216,7 +216,8 @@ def test_layer_attention_errors_name_the_argument_and_shapes(model32):
     hidden = np.zeros((2, 3, 384), np.float32)
     mask = np.ones((2, 3), np.int64)
     cases = [
-        (lambda: bert.layer_attention(hidden[0], weights, mask), r"hidden must have shape \(B, T, D\), got shape \(3, 384\)"),
+        (lambda: bert.layer_attention(hidden[0], weights, mask),
+         r"hidden must have shape \(B, T, D\), got shape \(3, 384\)"),
         (lambda: bert.layer_attention(hidden, weights, mask[:, :2]),
          r"attention_mask must have shape \(B=2, T=3\), got shape \(2, 2\)"),
         (lambda: bert.layer_attention(hidden[..., :96], weights, mask),
