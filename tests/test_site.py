@@ -390,6 +390,23 @@ def test_a_favicon_is_served(page, base_url):
     assert len(icon.body()) > 100
 
 
+def test_the_front_door_works_from_a_file(browser):
+    """_build/html/index.html opened as a file: its refresh leads to the first page, and where
+    no refresh happens (a tool that opens the file and stops there) it shows a link there."""
+    target = redirect_target("index.html")
+    assert target and (SITE / target).is_file()
+    context = browser.new_context(viewport=DESKTOP)
+    page = context.new_page()
+    page.set_default_timeout(120_000)
+    page.goto((SITE / "index.html").as_uri())
+    page.wait_for_url("**/" + target)
+    front = re.sub(r'<meta http-equiv="refresh"[^>]*>', "", (SITE / "index.html").read_text(), flags=re.I)
+    page.set_content(front)
+    link = page.locator(f'a[href="{target}"]')
+    assert link.is_visible() and "open the course" in link.inner_text(), front
+    context.close()
+
+
 def test_repository_url_comes_from_pyproject(page, base_url):
     """pyproject's Repository URL is the one source: the site's links and clone command use it."""
     url = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["urls"]["Repository"]
