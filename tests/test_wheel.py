@@ -17,7 +17,7 @@ import pytest
 from attncore.grading.engine import ASSIGNMENTS
 
 from .gradekit import ROOT, release_notebook, submission
-from .venvkit import build_wheel, clean_env, resolve, venv_with_wheel
+from .venvkit import clean_env, resolve, venv_with_wheel
 
 sys.path.insert(0, str(ROOT / "book" / "_ext"))
 from launch_notebooks import repository_url  # noqa: E402 (book/_ext is not a package)
@@ -133,8 +133,11 @@ INSTRUCTORS_AND_DEVELOPERS = {"nbgrader", "pytest", "pytest-xdist", "hypothesis"
 
 
 @pytest.fixture(scope="module")
-def wheel(tmp_path_factory):
-    return build_wheel(tmp_path_factory.mktemp("resolve"))
+def wheel(installed):
+    """The wheel `installed` was built from."""
+    _, work = installed
+    (built,) = (work.parent / "dist").glob("attncore-*.whl")
+    return built
 
 
 def test_the_learners_install_has_jupyterlab_and_the_chapters_packages_but_no_instructors_tools(wheel):
