@@ -79,9 +79,13 @@ def in_process_verdicts(notebook, seed=None):
     for grade_id, _ in tests:
         function, suite = parse_grade_id(grade_id)
         spec = SPECS[function]
-        result[grade_id] = run_suite(spec, suite, lambda arguments, measure_memory: Outcome(
-            **observe(namespace[function], arguments, spec.forbidden, measure_memory)), seed)
+        result[grade_id] = run_suite(spec, suite, _observed(namespace[function], spec.forbidden), seed)
     return result
+
+
+def _observed(function, forbidden):
+    """A suite's call of function in this process, watched as the worker watches it."""
+    return lambda arguments, measure_memory: Outcome(**observe(function, arguments, forbidden, measure_memory))
 
 
 @dataclass(frozen=True)

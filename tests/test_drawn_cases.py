@@ -20,7 +20,7 @@ from .test_catalogue import WRONG, only_tests_of
 from .test_fairness import RIGHT, rounds, sources
 
 SEEDS = (1, 20261201, 2 ** 31 - 1)
-pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")
+pytestmark = [pytest.mark.slow, pytest.mark.filterwarnings("ignore::RuntimeWarning")]
 
 
 def _arguments(function, suite, seed):

@@ -125,6 +125,8 @@ def test_solutions_of_one_round_do_not_redefine_each_others_helpers(assignment):
                     f"round {k}: {name} is defined by both {other[1]!r} and {right.style!r}")
 
 
+@pytest.mark.slow
+@pytest.mark.pipeline
 def test_a_pure_python_flash_attention_is_among_the_styles():
     def pure(source):  # NumPy only to slice the tiles into lists and to return the array
         body = source.split("def flash_attention")[1]
@@ -158,6 +160,8 @@ RUNNER_CASES = [pytest.param(a, i, f, id=f"{a}:{f}:{right.style}",
                 for i, right in enumerate(_styles(a, f))]
 
 
+@pytest.mark.slow
+@pytest.mark.pipeline
 @pytest.mark.parametrize("assignment,k,function", RUNNER_CASES)
 def test_correct_style_gets_full_marks_through_the_runner(assignment, k, function):
     right = rounds(assignment)[k][function]
@@ -189,6 +193,8 @@ def _autograde(tmp_path, assignment):
 
 @pytest.mark.parametrize("assignment", [
     pytest.param(a, marks=pytest.mark.xdist_group(a)) for a in MODULES])
+@pytest.mark.slow
+@pytest.mark.pipeline
 def test_every_style_gets_full_marks_through_nbgrader_autograde(tmp_path, assignment, request):
     course, plan, seconds = _autograde(tmp_path, assignment)
     request.node.user_properties.append(
@@ -220,6 +226,8 @@ def _noisiest_round(assignment):
 
 @pytest.mark.parametrize("assignment", [
     pytest.param(a, marks=pytest.mark.xdist_group(a)) for a in MODULES])
+@pytest.mark.slow
+@pytest.mark.pipeline
 def test_self_check_gives_full_marks_and_exit_zero(tmp_path, assignment):
     k = _noisiest_round(assignment)
     chosen = rounds(assignment)[k]
@@ -243,6 +251,8 @@ def test_self_check_gives_full_marks_and_exit_zero(tmp_path, assignment):
 # tiles of 64), and log lines lost as notes (the worker's stdout and stderr now route to
 # the capture of the call that runs, whenever a handler took hold of them).
 
+@pytest.mark.slow
+@pytest.mark.pipeline
 def test_ipython_magics_in_a_solution_cell_cost_nothing():
     chosen = {
         "attention_scores": "%%time\ndef attention_scores(Q, K):\n"
@@ -256,6 +266,8 @@ def test_ipython_magics_in_a_solution_cell_cost_nothing():
     assert not failed
 
 
+@pytest.mark.slow
+@pytest.mark.pipeline
 def test_display_inside_a_function_costs_nothing():
     chosen = {"attention_weights": "def attention_weights(Q, K):\n"
                                    "    A = softmax(attention_scores(Q, K), axis=-1)\n"
@@ -290,11 +302,15 @@ def flash_attention(Q, K, V, block_size):
 '''
 
 
+@pytest.mark.slow
+@pytest.mark.pipeline
 def test_pure_python_flash_attention_on_lists_of_the_inputs_keeps_the_memory_point():
     result = verdicts(submission("05-flash", {"flash_attention": PYTHON_LISTS_FLASH}))
     assert result["flash_attention-memory"].passed, result["flash_attention-memory"].message
 
 
+@pytest.mark.slow
+@pytest.mark.pipeline
 def test_logging_is_shown_as_a_note_in_every_function_that_logs():
     chosen = {
         "attention_scores": "import logging\nlogging.basicConfig(level=logging.INFO)\n\n"

@@ -18,8 +18,14 @@ from attncore.grading.engine import ASSIGNMENTS, SPECS
 from attncore.grading.engine.probe import VISIBLE_SUITES
 
 from .gradekit import (
-    ROOT, Course, auto_points, points_by_function, reference_sources, release_notebook,
-    source_notebook, submission,
+    ROOT,
+    Course,
+    auto_points,
+    points_by_function,
+    reference_sources,
+    release_notebook,
+    source_notebook,
+    submission,
 )
 from .test_tamper import last_wrong
 
@@ -73,6 +79,8 @@ def test_autograde_is_nbgraders_default_pipeline_with_execute_replaced(tmp_path)
     assert [GradeOutOfProcess if step is Execute else step for step in default] == ours
 
 
+@pytest.mark.slow
+@pytest.mark.pipeline
 @pipeline
 @pytest.mark.parametrize("assignment", ALL)
 def test_committed_release_is_generated_from_solutions(course, assignment):
@@ -104,6 +112,8 @@ def test_release_has_no_solutions_and_test_cells_import_no_bare_name(assignment)
             assert "from attncore" not in cell.source and "import check" not in cell.source
 
 
+@pytest.mark.slow
+@pytest.mark.pipeline
 @pipeline
 @pytest.mark.parametrize("assignment", ALL)
 def test_autograde_warns_of_no_changed_cell(course, assignment):
@@ -112,6 +122,8 @@ def test_autograde_warns_of_no_changed_cell(course, assignment):
     assert "Autograding" in log and "has changed" not in log and "WARNING" not in log
 
 
+@pytest.mark.slow
+@pytest.mark.pipeline
 @pipeline
 @pytest.mark.parametrize("assignment", ALL)
 def test_reference_scores_full_marks(course, assignment):
@@ -137,6 +149,8 @@ def feedback_page(course, student, assignment):
             / f"{assignment}.html").read_text()
 
 
+@pytest.mark.slow
+@pytest.mark.pipeline
 @pipeline
 @pytest.mark.parametrize("assignment", ALL)
 def test_feedback_names_each_test_cell_by_function_and_suite(course, assignment):
@@ -152,6 +166,8 @@ def test_feedback_names_each_test_cell_by_function_and_suite(course, assignment)
             assert f"Test of {name}</span>" in page  # the cell's own heading
 
 
+@pytest.mark.slow
+@pytest.mark.pipeline
 @pipeline
 def test_feedback_wraps_long_lines(course):
     """The feedback of a test cell is a <pre>: it wraps instead of running off the screen."""
@@ -162,6 +178,8 @@ def test_feedback_wraps_long_lines(course):
     assert "How to fix" in html.unescape(page)
 
 
+@pytest.mark.slow
+@pytest.mark.pipeline
 @pipeline
 def test_a_cell_that_raised_when_loaded_says_so_in_the_feedback(course):
     assignment, function = CRASHED
@@ -176,6 +194,8 @@ def test_a_cell_that_raised_when_loaded_says_so_in_the_feedback(course):
     assert all("not defined" in m and f"Its cell {raised}" in m for m in messages), messages
 
 
+@pytest.mark.slow
+@pytest.mark.pipeline
 @pipeline
 @pytest.mark.parametrize("assignment", ALL)
 def test_untouched_release_scores_zero_with_feedback(course, assignment):
@@ -189,6 +209,8 @@ def test_untouched_release_scores_zero_with_feedback(course, assignment):
         assert (feedback / student / assignment / f"{assignment}.html").is_file()
 
 
+@pytest.mark.slow
+@pytest.mark.pipeline
 @pipeline
 @pytest.mark.parametrize("assignment", ALL)
 def test_a_wrong_solution_loses_points_and_is_named_in_the_gradebook(course, assignment):
@@ -202,6 +224,8 @@ def test_a_wrong_solution_loses_points_and_is_named_in_the_gradebook(course, ass
     assert wrong.misconception in html.unescape(page)
 
 
+@pytest.mark.slow
+@pytest.mark.pipeline
 @pipeline
 @pytest.mark.parametrize("assignment", list(WRONG_CALLEE))
 def test_a_wrong_callee_costs_its_own_points_only(course, assignment):
@@ -215,6 +239,8 @@ def test_a_wrong_callee_costs_its_own_points_only(course, assignment):
         assert f"Your {caller} is right: it failed only because your {wrong} is wrong" in outputs
 
 
+@pytest.mark.slow
+@pytest.mark.pipeline
 @pipeline
 def test_feedback_html_needs_no_network(course):
     html = (course.root / ".nbgrader" / "feedback" / "untouched" / "01-convention"
@@ -224,6 +250,8 @@ def test_feedback_html_needs_no_network(course):
     assert "window.MathJax" in html  # MathJax 3, inline
 
 
+@pytest.mark.slow
+@pytest.mark.pipeline
 def test_student_data_stays_under_the_work_folder(tmp_path):
     config = course_config(tmp_path)
     work = str(tmp_path / ".nbgrader")

@@ -80,6 +80,7 @@ def test_matches_attention(path, dtype, causal, leading, t_q, t_k, d, d_v, block
     assert_matches(q, k, v, causal, block_q=block_q, block_k=block_k, path=path)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("path", PATHS)
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_defaults_scale_and_long_sequences(path, dtype):
@@ -232,6 +233,7 @@ def test_guided_blocks_give_the_bits_of_one_panel_blocks(causal, t_q, t_k):
         np.testing.assert_array_equal(a, b)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("path", PATHS)
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("causal,t_k", [(False, 300), (True, None), ("bottom_right", 200), ("top_left", 200)])
@@ -382,6 +384,7 @@ def test_host_path_follows_cpu_features():
     assert jit.kernel_info()["path"] == jit.host_path()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("path", PATHS)
 def test_tile_product_and_kernel_info(path):
     rng = np.random.default_rng(5)
@@ -489,6 +492,7 @@ def test_the_kernel_refuses_k_and_v_without_their_padding(block_k, cut):
         jit.flash._flash(*arguments._replace(**short[cut]), False, cycles)
 
 
+@pytest.mark.slow
 def test_without_avx_the_portable_path_runs_instead_of_aborting(tmp_path):
     """Review 4.2.1: under NUMBA_ENABLE_AVX=0 the AVX-512 intrinsics were still emitted (from the
     raw host features) and LLVM aborted the process (exit 134). The paths now follow what Numba
@@ -651,6 +655,7 @@ def test_missing_numba_gives_install_hint():
     assert "pip install attncore[jit]" in run_python(code)
 
 
+@pytest.mark.slow
 def test_cache_is_written_then_loaded(tmp_path):
     """A first process compiles and writes cache index files; a second loads them all.
     Each path is its own specialisation of the kernel, cached separately."""

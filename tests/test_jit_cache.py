@@ -48,6 +48,7 @@ def _driver_hits_and_misses(source, cache_dir):
     return done.stdout.split()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("where", ["NUMBA_CACHE_DIR", "__pycache__"])
 def test_an_edit_of_another_file_of_the_package_recompiles_the_driver(tmp_path, where):
     source = _copy_of_attncore(tmp_path)

@@ -20,6 +20,8 @@ import pytest
 import attncore
 from attncore import masks
 
+pytestmark = [pytest.mark.slow, pytest.mark.model]
+
 torch = pytest.importorskip("torch", reason="PyTorch is not installed (model-test extra)")
 F = torch.nn.functional
 
@@ -236,8 +238,7 @@ def test_hf_sliding_window_holds_w_keys_and_chunked_attention_is_block_diagonal(
     counts W keys, the query's own included (the course's convention); its chunked attention
     (Llama 4's local layers) is block_diagonal(i // C) & causal."""
     transformers()
-    from transformers.masking_utils import (chunked_causal_mask_function, sdpa_mask,
-                                            sliding_window_causal_mask_function)
+    from transformers.masking_utils import chunked_causal_mask_function, sdpa_mask, sliding_window_causal_mask_function
 
     T, W, C = 9, 3, 4
     window = sdpa_mask(batch_size=1, q_length=T, kv_length=T, allow_is_causal_skip=False,

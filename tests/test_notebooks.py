@@ -1,5 +1,6 @@
 """Every page has a paired notebook for the launch buttons, it is current, and it reads
 as plain Markdown on Colab and Binder (no MyST syntax left)."""
+import ast
 import re
 import sys
 from pathlib import Path
@@ -29,12 +30,21 @@ def test_paired_notebook_matches_its_page(page):
     assert all(not cell.get("outputs") for cell in notebook.cells if cell.cell_type == "code")
 
 
+def install_cell_needs(page):
+    """The launch notebook's install cell, and its NEEDED table: {module: requirement}."""
+    first = nbformat.read(page.with_suffix(".ipynb"), as_version=4).cells[0]
+    python = re.sub(r"^(\s*)%.*$", r"\1pass", first.source, flags=re.M)  # a magic: a statement
+    (table,) = [node.value for node in ast.parse(python).body
+                if isinstance(node, ast.Assign) and node.targets[0].id == "NEEDED"]
+    return first, ast.literal_eval(table)
+
+
 @pytest.mark.parametrize("page", PAGES, ids=lambda p: str(p.relative_to(BOOK)))
 def test_launch_notebook_starts_with_a_harmless_install_cell(page):
-    first = nbformat.read(page.with_suffix(".ipynb"), as_version=4).cells[0]
+    first, needed = install_cell_needs(page)
     assert first.cell_type == "code" and "launch-install" in first.metadata["tags"]
-    assert 'if importlib.util.find_spec("attncore") is None:' in first.source
-    assert launch_notebooks.repository_url() in first.source
+    assert "if importlib.util.find_spec(module) is None]\nif missing:\n" in first.source  # only what is missing
+    assert needed.get("attncore", "") in ("", f"attncore @ git+{launch_notebooks.repository_url()}")
 
 
 # What Jupyter's Markdown (CommonMark) would print as it stands: roles, targets, directive
@@ -121,10 +131,20 @@ def test_the_translation_reads_as_the_site_does():
 
 @pytest.mark.parametrize("page", PAGES, ids=lambda p: str(p.relative_to(BOOK)))
 def test_install_cell_installs_only_what_the_notebook_runs(page):
-    first = nbformat.read(page.with_suffix(".ipynb"), as_version=4).cells[0].source
-    installs = " ".join(line for line in first.splitlines() if "%pip install" in line)
-    for tool in ("jupyter-book", "jupyter_book", "sphinx", "myst", "jupytext", "book]", "book,"):
-        assert tool not in installs.lower(), f"the install cell installs {tool}: {installs}"
-    extras = re.search(r"attncore(?:\[([\w,]*)\])? @", installs)
-    assert extras, installs
-    assert set(filter(None, (extras.group(1) or "").split(","))) <= {"jit", "model"}
+    """What the page's code imports (tests/test_launch_notebooks.py checks it against what the
+    notebook loads), at pyproject.toml's versions, and never the site's build tools."""
+    first, needed = install_cell_needs(page)
+    cells = nbformat.read(page.with_suffix(".ipynb"), as_version=4).cells[1:]
+    expected = launch_notebooks.needs([c.source for c in cells if c.cell_type == "code"])
+    model = expected.pop(launch_notebooks.MODEL_MODULE, None)
+    assert needed == expected
+    assert (f"--no-deps {launch_notebooks.MODEL_REQUIREMENT}" in first.source) == (model is not None)
+    installs = " ".join(needed.values()).lower()
+    for tool in ("jupyter-book", "jupyter_book", "sphinx", "myst", "jupytext"):
+        assert tool not in installs, installs
+
+
+def test_the_install_cell_of_a_page_that_runs_kernels_says_the_first_run_compiles():
+    says = "the first run in a fresh environment compiles"
+    compiling = [page.name for page in PAGES if says in install_cell_needs(page)[0].source]
+    assert compiling == ["07-peers.md", "07-performance.md"]

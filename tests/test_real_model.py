@@ -4,7 +4,9 @@ The yardsticks are independent implementations: transformers' BertModel (eager
 attention, output_attentions=True), sentence-transformers' encode and the model's
 own tokenizer through transformers' AutoTokenizer, all loaded from the local model
 folder with the hub switched off. They come from the model-test extra, which
-`make test` installs; without it this module fails to import, it never skips.
+`make test` installs, and are imported by the first test that needs them (collecting this
+file, as `make check` does, imports none of them); without them those tests fail, they
+never skip.
 
 Tolerances. In float64 on both sides the two computations differ only by the
 rounding of a few thousand float64 operations per entry (measured about 1e-14),
@@ -16,6 +18,7 @@ import os
 import re
 import subprocess
 import sys
+from types import SimpleNamespace
 
 os.environ["HF_HUB_OFFLINE"] = "1"  # nothing below may reach the network
 os.environ["TRANSFORMERS_OFFLINE"] = "1"
@@ -23,18 +26,10 @@ os.environ["TRANSFORMERS_OFFLINE"] = "1"
 import numpy as np
 import pytest
 
-try:
-    import torch
-    from sentence_transformers import SentenceTransformer
-    from transformers import AutoTokenizer, BertModel
-except ImportError as err:  # a clear failure, not a skip: these checks must run
-    raise ImportError(f"{err}; install the test yardsticks with pip install -e '.[model-test]' "
-                      f"(make test does)") from None
-
 from attncore import bert, masks
 
 # one worker loads PyTorch and the model once for the whole module (make test runs pytest -n 2)
-pytestmark = pytest.mark.xdist_group("real-model")
+pytestmark = [pytest.mark.slow, pytest.mark.model, pytest.mark.xdist_group("real-model")]
 
 # punctuation, an apostrophe, an unknown symbol (the emoji becomes [UNK]), accents that
 # the uncased tokenizer strips, CJK characters split one by one, a word cut into
@@ -46,6 +41,20 @@ SENTENCES = [
     "Hello,world!!",
     "A longer sentence, with commas; semicolons: and 'quotes', so the others are padded.",
 ]
+
+
+@pytest.fixture(scope="module")
+def yardsticks():
+    """torch, SentenceTransformer, AutoTokenizer and BertModel, from the model-test extra."""
+    try:
+        import torch
+        from sentence_transformers import SentenceTransformer
+        from transformers import AutoTokenizer, BertModel
+    except ImportError as err:  # a clear failure, not a skip: these checks must run
+        raise ImportError(f"{err}; install the test yardsticks with pip install -e '.[model-test]' "
+                          f"(make test does)") from None
+    return SimpleNamespace(torch=torch, SentenceTransformer=SentenceTransformer, AutoTokenizer=AutoTokenizer,
+                           BertModel=BertModel)
 
 
 @pytest.fixture(scope="module")
@@ -75,8 +84,9 @@ def ours64(model64, batch):
 
 
 @pytest.fixture(scope="module")
-def torch_runs(path, batch):
+def torch_runs(path, batch, yardsticks):
     """transformers' eager BertModel on the batch, in float32 and float64."""
+    torch, BertModel = yardsticks.torch, yardsticks.BertModel
     hf = BertModel.from_pretrained(path, local_files_only=True, attn_implementation="eager").eval()
     inputs = dict(input_ids=torch.tensor(batch.ids), attention_mask=torch.tensor(batch.attention_mask))
     with torch.no_grad():
@@ -89,8 +99,8 @@ def torch_runs(path, batch):
 # --------------------------------------------------------------------------- tokens
 
 
-def test_tokenization_equals_the_models_own_tokenizer(path, batch):
-    reference = AutoTokenizer.from_pretrained(path, local_files_only=True)
+def test_tokenization_equals_the_models_own_tokenizer(path, batch, yardsticks):
+    reference = yardsticks.AutoTokenizer.from_pretrained(path, local_files_only=True)
     want = reference(SENTENCES, padding=True, return_tensors="np")
     np.testing.assert_array_equal(batch.ids, want["input_ids"])
     np.testing.assert_array_equal(batch.attention_mask, want["attention_mask"])
@@ -132,8 +142,9 @@ def test_float32_attention_is_within_pytorchs_own_rounding(model32, batch, torch
             f"PyTorch float32 {pytorch_error:.2e}")
 
 
-def test_layer_attention_equals_the_output_projection_of_transformers(path, model64, ours64, batch):
+def test_layer_attention_equals_the_output_projection_of_transformers(path, model64, ours64, batch, yardsticks):
     """The function an assignment grades: layer 2's attention through W_o, before the residual."""
+    torch, BertModel = yardsticks.torch, yardsticks.BertModel
     hf = BertModel.from_pretrained(path, local_files_only=True, attn_implementation="eager").eval().double()
     seen = {}
     hf.encoder.layer[2].attention.output.dense.register_forward_hook(
@@ -148,8 +159,8 @@ def test_layer_attention_equals_the_output_projection_of_transformers(path, mode
     np.testing.assert_allclose(bert.merge_heads(weights @ v), seen["input"], rtol=0, atol=1e-10)
 
 
-def test_sentence_embeddings_equal_sentence_transformers(path, model32):
-    reference = SentenceTransformer(str(path), device="cpu", local_files_only=True)
+def test_sentence_embeddings_equal_sentence_transformers(path, model32, yardsticks):
+    reference = yardsticks.SentenceTransformer(str(path), device="cpu", local_files_only=True)
     want = reference.encode(SENTENCES, batch_size=2)  # batches of 2: other paddings than ours
     got = bert.sentence_embeddings(model32, SENTENCES)
     assert got.shape == want.shape == (len(SENTENCES), 384)
@@ -157,7 +168,8 @@ def test_sentence_embeddings_equal_sentence_transformers(path, model32):
     np.testing.assert_allclose(np.linalg.norm(got, axis=-1), 1, atol=1e-6)
 
 
-def test_gelu_is_the_exact_erf_form():
+def test_gelu_is_the_exact_erf_form(yardsticks):
+    torch = yardsticks.torch
     x = np.linspace(-6, 6, 1001)
     exact = torch.nn.functional.gelu(torch.tensor(x), approximate="none").numpy()
     tanh = torch.nn.functional.gelu(torch.tensor(x), approximate="tanh").numpy()
@@ -216,7 +228,8 @@ def test_layer_attention_errors_name_the_argument_and_shapes(model32):
     hidden = np.zeros((2, 3, 384), np.float32)
     mask = np.ones((2, 3), np.int64)
     cases = [
-        (lambda: bert.layer_attention(hidden[0], weights, mask), r"hidden must have shape \(B, T, D\), got shape \(3, 384\)"),
+        (lambda: bert.layer_attention(hidden[0], weights, mask),
+         r"hidden must have shape \(B, T, D\), got shape \(3, 384\)"),
         (lambda: bert.layer_attention(hidden, weights, mask[:, :2]),
          r"attention_mask must have shape \(B=2, T=3\), got shape \(2, 2\)"),
         (lambda: bert.layer_attention(hidden[..., :96], weights, mask),

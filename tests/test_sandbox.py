@@ -49,6 +49,8 @@ def ask(source):
 
 # ---------------------------------------------------------------- what the sandbox sees
 
+@pytest.mark.slow
+@pytest.mark.pipeline
 def test_the_sandbox_has_its_own_user_pid_folder_and_environment():
     seen = ask("""
 import os
@@ -63,6 +65,8 @@ seen = {"uid": os.getuid(), "pid": os.getpid(), "cwd": os.getcwd(), "home": os.l
     assert seen["processes"] == ["1"], "the grader's processes must not be visible"
 
 
+@pytest.mark.slow
+@pytest.mark.pipeline
 def test_the_course_the_engine_and_the_libraries_that_do_the_work_are_not_there():
     seen = ask(f"""
 import importlib, os
@@ -85,6 +89,8 @@ seen["attncore"] = attncore.__file__
     assert seen["attncore"].startswith(sandbox.LIBRARY)
 
 
+@pytest.mark.slow
+@pytest.mark.pipeline
 def test_nothing_inside_can_be_written_outside_its_folder_or_limits_raised():
     seen = ask(f"TMP_BYTES = {sandbox.TMP_BYTES}\n" + """
 import os, resource
@@ -125,6 +131,8 @@ except OSError as error:
     assert seen["home"] > 0 and seen["network"] != "connected" and seen["tmp"] == 28  # ENOSPC
 
 
+@pytest.mark.slow
+@pytest.mark.pipeline
 def test_memory_is_measured_from_outside_and_inputs_read_back_from_the_arena():
     worker = Worker(".", 60, sandboxed=True)
     try:
@@ -420,6 +428,8 @@ LIBRARY_ROUTES = ("the library through a default argument", "the library through
                   "the library's code copied into a new function")
 
 
+@pytest.mark.slow
+@pytest.mark.pipeline
 @pytest.mark.parametrize("name", LIBRARY_ROUTES)
 def test_each_route_to_the_library_works_until_the_exercise_forbids_it(tmp_path, name):
     """Not a vacuous attack: with nothing forbidden, the route gives the right answer;
@@ -475,6 +485,8 @@ def _survivors():
 HONEST = {"right": None, "wrong": WRONG, "in place": IN_PLACE}
 
 
+@pytest.mark.slow
+@pytest.mark.pipeline
 @pytest.mark.xdist_group("sandbox-tamper")
 def test_attackers_score_zero_and_honest_students_keep_their_grades_through_nbgrader(tmp_path):
     course = Course(tmp_path, [ASSIGNMENT])
@@ -559,6 +571,8 @@ def flash_attention(Q, K, V, block_size):
 }
 
 
+@pytest.mark.slow
+@pytest.mark.pipeline
 @pytest.mark.xdist_group("sandbox-tamper")
 def test_a_materialised_matrix_loses_the_memory_point_however_it_hides_through_nbgrader(tmp_path):
     course = Course(tmp_path, ["05-flash"])
@@ -587,6 +601,8 @@ def test_the_feedback_says_it_was_sandboxed_and_gives_the_seed(tmp_path):
                for o in outputs), outputs[0]
 
 
+@pytest.mark.slow
+@pytest.mark.pipeline
 def test_without_a_sandbox_autograde_refuses_unless_told_and_then_says_so(tmp_path, monkeypatch):
     monkeypatch.setenv("ATTNCORE_BWRAP", str(tmp_path / "no-bwrap-here"))
     course = Course(tmp_path, [ASSIGNMENT])
@@ -608,6 +624,8 @@ SELF_CHECKED = ("rewrite the installed package", "the library through a default 
                 "return timedelta64")
 
 
+@pytest.mark.slow
+@pytest.mark.pipeline
 def test_attempts_score_zero_through_the_self_check(tmp_path):
     (tmp_path / "course").mkdir()
     course = Course(tmp_path / "course", [ASSIGNMENT])

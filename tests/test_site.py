@@ -120,7 +120,7 @@ def browser():
 
 # One worker opens every page once per window size (the `opened` fixture) and runs
 # every test that looks at it.
-pytestmark = pytest.mark.xdist_group("site")
+pytestmark = [pytest.mark.slow, pytest.mark.browser, pytest.mark.book, pytest.mark.xdist_group("site")]
 
 PHONE = {"width": 390, "height": 844}
 DESKTOP = {"width": 1366, "height": 900}
@@ -388,6 +388,23 @@ def test_a_favicon_is_served(page, base_url):
     icon = page.request.get(href)
     assert icon.ok and icon.headers["content-type"].startswith("image/"), (href, icon.status)
     assert len(icon.body()) > 100
+
+
+def test_the_front_door_works_from_a_file(browser):
+    """_build/html/index.html opened as a file: its refresh leads to the first page, and where
+    no refresh happens (a tool that opens the file and stops there) it shows a link there."""
+    target = redirect_target("index.html")
+    assert target and (SITE / target).is_file()
+    context = browser.new_context(viewport=DESKTOP)
+    page = context.new_page()
+    page.set_default_timeout(120_000)
+    page.goto((SITE / "index.html").as_uri())
+    page.wait_for_url("**/" + target)
+    front = re.sub(r'<meta http-equiv="refresh"[^>]*>', "", (SITE / "index.html").read_text(), flags=re.I)
+    page.set_content(front)
+    link = page.locator(f'a[href="{target}"]')
+    assert link.is_visible() and "open the course" in link.inner_text(), front
+    context.close()
 
 
 def test_repository_url_comes_from_pyproject(page, base_url):

@@ -95,6 +95,8 @@ def by_function(result):
     return grouped
 
 
+@pytest.mark.slow
+@pytest.mark.pipeline
 @pytest.mark.parametrize("assignment, upstream, source, downstream", WRONG_UPSTREAM)
 def test_a_wrong_upstream_costs_its_own_points_only(assignment, upstream, source, downstream):
     replaced = {upstream: source, **CALLERS.get(assignment, {})}
@@ -109,6 +111,8 @@ def test_a_wrong_upstream_costs_its_own_points_only(assignment, upstream, source
     assert all(v.passed and not v.stood_in for f in others for v in result[f])
 
 
+@pytest.mark.slow
+@pytest.mark.pipeline
 def test_a_downstream_mistake_of_its_own_is_named_with_the_reference_upstream():
     result = by_function(verdicts(submission("01-convention", {
         "attention_scores": "def attention_scores(Q, K):\n    return Q @ K.T\n",
@@ -122,6 +126,8 @@ def test_a_downstream_mistake_of_its_own_is_named_with_the_reference_upstream():
         assert verdict.passed and "because your attention_weights is wrong" in verdict.text()
 
 
+@pytest.mark.slow
+@pytest.mark.pipeline
 def test_a_right_downstream_that_calls_nothing_wrong_is_not_graded_again():
     result = by_function(verdicts(submission("01-convention", {
         "attention": "def attention(Q, K, V):\n    return softmax(Q @ K.T, axis=-1) @ V\n"}),
@@ -150,6 +156,8 @@ def attention_weights(Q, K):
 """
 
 
+@pytest.mark.slow
+@pytest.mark.pipeline
 @pytest.mark.parametrize("reverse", [False, True])
 def test_a_kept_stand_in_earns_its_function_nothing(reverse):
     """A stand-in is sent only after every cell of its function was graded, whatever the
@@ -163,6 +171,8 @@ def test_a_kept_stand_in_earns_its_function_nothing(reverse):
     assert all(verdict.passed for verdict in result["attention_weights"])
 
 
+@pytest.mark.slow
+@pytest.mark.pipeline
 @pytest.mark.parametrize("assignment, upstream, source, downstream", WRONG_UPSTREAM[:1])
 def test_stand_ins_work_in_the_sandbox(assignment, upstream, source, downstream):
     from attncore.grading.course import sandbox

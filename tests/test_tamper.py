@@ -19,6 +19,8 @@ from attncore.grading.engine import ASSIGNMENTS
 from .gradekit import Course, in_process_verdicts, points_by_function, submission, verdicts
 from .test_catalogue import WRONG
 
+pytestmark = [pytest.mark.slow, pytest.mark.pipeline]
+
 TIME_LIMIT = 3.0
 NAMED = "{misconception}"  # the feedback names the wrong solution's misconception
 

@@ -2,10 +2,13 @@
 
 The wheel is built from this checkout and installed with its required dependency only
 (NumPy) into a new venv; everything then runs in a folder outside the clone: the library,
-the self-check on every assignment, the exercise notebooks' code, and the message that
-names the extra a missing optional dependency needs.
+the self-check on every assignment, the exercise notebooks' code, the learners page's Colab
+route, and the message that names the extra a missing optional dependency needs. What the
+learner's and the book's extras would install is resolved without installing it.
 """
+import re
 import subprocess
+import sys
 import tomllib
 
 import nbformat
@@ -14,9 +17,12 @@ import pytest
 from attncore.grading.engine import ASSIGNMENTS
 
 from .gradekit import ROOT, release_notebook, submission
-from .venvkit import clean_env, venv_with_wheel
+from .venvkit import clean_env, resolve, venv_with_wheel
 
-pytestmark = pytest.mark.xdist_group("wheel")
+sys.path.insert(0, str(ROOT / "book" / "_ext"))
+from launch_notebooks import repository_url  # noqa: E402 (book/_ext is not a package)
+
+pytestmark = [pytest.mark.slow, pytest.mark.wheel, pytest.mark.xdist_group("wheel")]
 
 
 @pytest.fixture(scope="module")
@@ -102,3 +108,45 @@ def test_exercise_notebook_code_runs_with_the_wheel(installed, assignment):
     script.write_text(code)
     result = run(python, script.name, cwd=work)
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
+
+
+def test_the_colab_route_of_the_learners_page(installed, tmp_path):
+    """The page's Colab cells: the install is attncore from the repository, nothing more (here
+    the wheel stands for it, as `installed` has it), and the check of the saved notebook,
+    wherever Drive keeps it, runs and grades it."""
+    colab = (ROOT / "book" / "learners.md").read_text().split("### On Colab", 1)[1].split("\n## ", 1)[0]
+    cells = re.findall(r"```ipython\n(.*?)```", colab, re.S)
+    assert len(cells) == 2, colab
+    assert cells[0].strip() == f'%pip install --quiet "attncore @ git+{repository_url()}"'
+    (check,) = [line for line in cells[1].splitlines() if line.startswith("!")]
+    command, path = re.fullmatch(r'!(\S+) "(.+)"', check).groups()
+    python, _ = installed
+    saved = tmp_path / path.lstrip("/")   # Drive's folder, under tmp_path
+    saved.parent.mkdir(parents=True)
+    nbformat.write(submission(saved.stem), saved)
+    result = run(python.parent / command, str(saved), cwd=tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "from every test the course has" in result.stdout
+
+
+INSTRUCTORS_AND_DEVELOPERS = {"nbgrader", "pytest", "pytest-xdist", "hypothesis", "playwright", "ruff"}
+
+
+@pytest.fixture(scope="module")
+def wheel(installed):
+    """The wheel `installed` was built from."""
+    _, work = installed
+    (built,) = (work.parent / "dist").glob("attncore-*.whl")
+    return built
+
+
+def test_the_learners_install_has_jupyterlab_and_the_chapters_packages_but_no_instructors_tools(wheel):
+    names = resolve(f"attncore[learner] @ {wheel.as_uri()}")
+    assert {"jupyterlab", "numba", "matplotlib", "safetensors", "tokenizers"} <= names
+    assert names & (INSTRUCTORS_AND_DEVELOPERS | {"jupyter-book", "sphinx"}) == set()
+
+
+def test_the_books_install_builds_the_site_without_the_instructors_tools(wheel):
+    names = resolve(f"attncore[book] @ {wheel.as_uri()}")
+    assert {"jupyter-book", "sphinx", "numba", "matplotlib"} <= names
+    assert names & INSTRUCTORS_AND_DEVELOPERS == set()

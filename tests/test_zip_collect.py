@@ -57,6 +57,8 @@ def test_the_student_id_is_read_from_the_file_name_alone(path, ids):
     assert (match and (match["student_id"], match["file_id"])) == ids
 
 
+@pytest.mark.slow
+@pytest.mark.pipeline
 def test_from_an_lms_zip_to_grades_csv(tmp_path):
     # folder names with underscores, as a user's home or a zip's own name may have
     (tmp_path / "my_course").mkdir()

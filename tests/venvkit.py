@@ -6,6 +6,7 @@ of the versions this checkout's venv runs (constraints.txt) and of the build bac
 that venv. A run asks the package index
 only for what the wheelhouse lacks, so once it is filled the tests need no network.
 """
+import json
 import os
 import shutil
 import subprocess
@@ -20,25 +21,40 @@ WHEELHOUSE = Path(sys.prefix) / "wheelhouse"
 OFFLINE = ("--no-index", "--find-links", str(WHEELHOUSE))
 
 
-def venv_with_wheel(base, extras="", *more):
-    """The python of a new venv in base with the wheel (and [extras], and the requirements more)."""
-    _fill_wheelhouse(*tomllib.loads((ROOT / "pyproject.toml").read_text())["build-system"]["requires"])
+def build_wheel(base):
+    """The wheel of this checkout, built in base/dist."""
+    fill_wheelhouse(*tomllib.loads((ROOT / "pyproject.toml").read_text())["build-system"]["requires"])
     subprocess.run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", *OFFLINE,
                     "--wheel-dir", str(base / "dist"), str(_source_copy(base))], check=True)
     (wheel,) = (base / "dist").glob("attncore-*.whl")
+    return wheel
+
+
+def venv_with_wheel(base, extras="", *more):
+    """The python of a new venv in base with the wheel (and [extras], and the requirements more)."""
+    wheel = build_wheel(base)
     venv.create(base / "venv", with_pip=True)
     python = base / "venv" / "bin" / "python"
     pip_install(python, f"attncore[{extras}] @ {wheel.as_uri()}" if extras else str(wheel), *more)
     return python
 
 
+def resolve(requirement):
+    """The names of the distributions `pip install requirement` would install in an empty
+    venv, resolved from WHEELHOUSE (filled first), installing nothing."""
+    fill_wheelhouse(requirement)
+    report = subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--dry-run", "--ignore-installed",
+                             "--report", "-", *OFFLINE, requirement], check=True, capture_output=True, text=True)
+    return {item["metadata"]["name"].lower().replace("_", "-") for item in json.loads(report.stdout)["install"]}
+
+
 def pip_install(python, *args):
     """pip install args (requirements, and options such as --no-deps) into python's venv, from WHEELHOUSE only."""
-    _fill_wheelhouse(*args)
+    fill_wheelhouse(*args)
     subprocess.run([str(python), "-m", "pip", "install", "--quiet", *OFFLINE, *args], check=True)
 
 
-def _fill_wheelhouse(*requirements):
+def fill_wheelhouse(*requirements):
     """Put wheels of requirements and their dependencies (unless --no-deps is among them) into
     WHEELHOUSE, at the versions of constraints.txt; from the package index only if the
     wheelhouse cannot resolve them."""

