@@ -40,7 +40,7 @@ def _mask(causal, t_q, t_k):
     if causal is False:
         return None
     if t_q and t_k:
-        return masks.causal(t_q, t_k, align=None if causal is True else causal)
+        return masks.causal(t_q, t_k, causal=causal)
     if causal is True and t_q != t_k:
         pytest.skip("masks.causal refuses empty sides; the ambiguity is tested with t >= 1")
     offset = t_k - t_q if causal == "bottom_right" else 0
@@ -275,7 +275,7 @@ def test_grouped_query_attention_is_attention_with_repeated_kv_heads(dtype):
     """Four query heads over two kv heads: query head h reads kv head h // 2, so it equals
     attention with k and v repeated (np.repeat, not np.tile) to four heads, weights included."""
     q, k, v = _random([(2, 4, 6, 8), (2, 2, 9, 8), (2, 2, 9, 3)], dtype, seed=7)
-    mask = masks.causal(6, 9, align="bottom_right")
+    mask = masks.causal(6, 9, causal="bottom_right")
     out, weights = ac.grouped_query_attention(q, k, v, mask=mask, return_weights=True)
     want, want_weights = ac.attention(q, np.repeat(k, 2, axis=-3), np.repeat(v, 2, axis=-3), mask=mask,
                                       return_weights=True)

@@ -18,7 +18,7 @@ import numba  # noqa: E402
 
 import attncore  # noqa: E402
 from attncore import jit, masks  # noqa: E402
-from attncore.flash import causal_offset  # noqa: E402
+from attncore._checks import causal_offset  # noqa: E402
 
 pytestmark = pytest.mark.xdist_group("numba-flash")  # one worker compiles each kernel once (conftest.py)
 
@@ -34,8 +34,8 @@ def reference(q, k, v, causal, scale=None):
     log-sum-exp of its scores."""
     q, k, v = (x.astype(np.float64) for x in (q, k, v))
     t_q, t_k = q.shape[-2], k.shape[-2]
-    mask = None if causal is False else masks.causal(t_q, t_k, align=None if causal is True else causal)
-    scores = attncore.attention_scores(q, k, scale)
+    mask = None if causal is False else masks.causal(t_q, t_k, causal=causal)
+    scores = attncore.attention_scores(q, k, scale=scale)
     return attncore.attention(q, k, v, mask=mask, scale=scale), attncore.logsumexp(scores, mask=mask), scores
 
 

@@ -30,7 +30,7 @@ WAYS = ([("avx512", "bf16_native")] if NATIVE else []) + [(path, "bf16_emulated"
 def _mask(t_q, t_k, causal):
     if causal is False:
         return None
-    return masks.causal(t_q, t_k, align=None if causal is True else causal)
+    return masks.causal(t_q, t_k, causal=causal)
 
 
 def bf16_reference(q, k, v, causal=False, block_k=jit.BLOCK_K, scale=None, slack=64 * 2.0**-24):
