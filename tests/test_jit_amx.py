@@ -17,7 +17,7 @@ import numba  # noqa: E402
 import attncore  # noqa: E402
 from attncore import jit  # noqa: E402
 from attncore.bfloat16 import round_to_bfloat16  # noqa: E402
-from attncore.jit import amx, atomics, bf16  # noqa: E402
+from attncore.jit import amx, atomics, bf16, bf16_route  # noqa: E402
 from attncore.jit.bf16 import _pack_pairs, _pack_rows, round_to_bf16  # noqa: E402
 
 from .test_jit_bf16 import _mask, assert_below, assert_matches_bf16_reference, float64_bound, inputs  # noqa: E402
@@ -40,26 +40,59 @@ def test_available_needs_the_features_and_never_raises(monkeypatch):
     assert amx.available.__wrapped__() is False
 
 
-def test_bf16_runs_on_amx_exactly_where_it_is_available():
-    assert (bf16.products("bf16", jit.PATHS["avx512"]) == "amx") == AMX
-    assert bf16.products("bf16_emulated", jit.PATHS["avx512"]) == "emulated"
+def test_bf16_runs_on_amx_exactly_where_it_is_available(monkeypatch):
+    monkeypatch.delenv(bf16_route.ENV_ROUTE, raising=False)
+    assert (bf16_route.products("bf16", jit.PATHS["avx512"]) == "amx") == AMX
+    assert bf16_route.products("bf16_emulated", jit.PATHS["avx512"]) == "emulated"
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # emulated on avx2, and it says so
-        assert bf16.products("bf16", jit.PATHS["avx2"]) == "emulated"
+        assert bf16_route.products("bf16", jit.PATHS["avx2"]) == "emulated"
+
+
+@pytest.mark.parametrize("amx_here", [False, True])
+def test_the_route_follows_the_cpus_features_and_never_a_timing(monkeypatch, amx_here):
+    """amx where AMX runs, else native where vdpbf16ps runs, else emulated; the probe is never
+    asked (it raises here), so every process on a machine takes the same route."""
+    def no_timing(shape):
+        raise AssertionError("the route timed the products without being asked to")
+
+    monkeypatch.delenv(bf16_route.ENV_ROUTE, raising=False)
+    monkeypatch.setattr(bf16_route.amx, "available", lambda: amx_here)
+    monkeypatch.setattr(bf16_route, "native_speedup", no_timing)
+    wide = jit.PATHS["avx512"]
+    native = bf16.native_available(wide)
+    expected = ("amx" if amx_here else "native") if native else "emulated"
+    assert bf16_route.route(wide) == expected
+    info = jit.kernel_info(path="avx512")
+    assert (info["bf16_products"], info["bf16_route_source"], info["bf16_native_speedup"]) == (
+        expected, "cpu features", None)
 
 
 @pytest.mark.parametrize("speedup", [0.55, 1.2, 1.25, 2.0])
-def test_without_amx_bf16_takes_vdpbf16ps_only_where_it_measures_faster(monkeypatch, speedup):
-    from attncore.jit import bf16_probe
-
-    monkeypatch.setattr(bf16.amx, "available", lambda: False)
-    monkeypatch.setattr(bf16_probe, "native_speedup", lambda shape: speedup)
+def test_auto_takes_vdpbf16ps_only_where_it_measures_faster(monkeypatch, speedup):
+    """ATTNCORE_JIT_BF16_ROUTE=auto (opt-in) times the products and reports the measurement."""
+    monkeypatch.setenv(bf16_route.ENV_ROUTE, "auto")
+    monkeypatch.setattr(bf16_route.amx, "available", lambda: False)
+    monkeypatch.setattr(bf16_route, "native_speedup", lambda shape: speedup)
     native = bf16.native_available(jit.PATHS["avx512"])
-    expected = "native" if native and speedup >= bf16_probe.NATIVE_PAYS else "emulated"
+    expected = "native" if native and speedup >= bf16_route.NATIVE_PAYS else "emulated"
     with warnings.catch_warnings():
         # emulated for want of vdpbf16ps says so; emulated because it is slower here is no warning
         warnings.simplefilter("error" if native else "ignore", RuntimeWarning)
-        assert bf16.products("bf16", jit.PATHS["avx512"]) == expected
+        assert bf16_route.products("bf16", jit.PATHS["avx512"]) == expected
+    info = jit.kernel_info(path="avx512")
+    assert info["bf16_native_speedup"] == (speedup if native else None)
+    assert info["bf16_route_source"] == (f"{bf16_route.ENV_ROUTE}=auto" if native else "cpu features")
+
+
+@pytest.mark.parametrize("chosen", ["native", "emulated"])
+def test_the_environment_variable_forces_a_route_where_vdpbf16ps_runs(monkeypatch, chosen):
+    monkeypatch.setenv(bf16_route.ENV_ROUTE, chosen)
+    wide = jit.PATHS["avx512"]
+    assert bf16_route.route(wide) == (chosen if bf16.native_available(wide) else "emulated")
+    monkeypatch.setenv(bf16_route.ENV_ROUTE, "fastest")
+    with pytest.raises(ValueError, match=r"^ATTNCORE_JIT_BF16_ROUTE must be one of native, emulated, auto .*'fastest'"):
+        bf16_route.route(wide) if bf16.native_available(wide) else bf16_route._chosen()
 
 
 def test_tile_config_is_palette_1_with_eight_16_by_64_tiles():
