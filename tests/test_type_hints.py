@@ -41,11 +41,8 @@ def _public_functions(module):
     return found
 
 
-@pytest.mark.parametrize("name", MODULES)
-def test_public_functions_are_annotated(name):
-    module = importlib.import_module(name)
-    functions = _public_functions(module)
-    assert functions, f"{name} has no public functions?"
+def _without_hints(functions):
+    """The signatures of functions ({qualname: function}) that lack a hint; every hint must resolve."""
     missing = []
     for qualname, function in functions.items():
         signature = inspect.signature(function)
@@ -54,6 +51,15 @@ def test_public_functions_are_annotated(name):
         if unannotated or signature.return_annotation is inspect.Signature.empty:
             missing.append(f"{qualname}{signature}")
         typing.get_type_hints(function)  # every annotation names something that exists
+    return missing
+
+
+@pytest.mark.parametrize("name", MODULES)
+def test_public_functions_are_annotated(name):
+    module = importlib.import_module(name)
+    functions = _public_functions(module)
+    assert functions, f"{name} has no public functions?"
+    missing = _without_hints(functions)
     assert not missing, f"{name}: without full type hints: {missing}"
 
 
@@ -70,14 +76,7 @@ def test_jits_public_functions_are_annotated():
             functions.update({qualname: function for qualname, function in
                               _public_functions(inspect.getmodule(obj)).items() if qualname.startswith(f"{name}.")})
     assert "flash_attention" in functions and "TileShape.nr" in functions
-    missing = []
-    for qualname, function in functions.items():
-        signature = inspect.signature(function)
-        unannotated = [p.name for p in signature.parameters.values()
-                       if p.annotation is inspect.Parameter.empty and p.name not in ("self", "cls")]
-        if unannotated or signature.return_annotation is inspect.Signature.empty:
-            missing.append(f"{qualname}{signature}")
-        typing.get_type_hints(function)
+    missing = _without_hints(functions)
     assert not missing, f"attncore.jit: without full type hints: {missing}"
     for name in ("flash_attention", "decode_attention"):
         hints = typing.get_type_hints(getattr(jit, name))
