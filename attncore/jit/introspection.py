@@ -28,7 +28,8 @@ def profile(q: ArrayLike, k: ArrayLike, v: ArrayLike, *, causal: Causal = False,
 
     Reads the cycle counter around each phase of each key tile (PHASES), a few
     dozen cycles per reading; summed over tasks, so with several threads it is
-    the share of the threads' total time. Same arguments as flash_attention.
+    the share of the threads' total time. The arguments are flash_attention's that shape its
+    float32 kernel.
     Needs x86-64 (rdtsc): elsewhere it raises NotImplementedError before running anything.
     """
     _require_x86_64("jit.profile")
