@@ -1,7 +1,9 @@
 """attncore: the attention weight matrix, row by row.
 
 Rows are queries, columns are keys, and every row of the weights lies on the
-probability simplex. Masks are boolean with True = "may attend".
+probability simplex. Masks are boolean with True = "may attend". What is exported here
+is what the book and the exercises use; every attention function takes the same keyword
+tail after q, k, v: mask, causal, window, scale, enable_gqa.
 """
 from importlib import metadata
 
@@ -15,7 +17,6 @@ from .attention import (
     kv_cache_bytes,
     kv_head_map,
     linear_attention,
-    prepare_attention,
 )
 from .flash import flash_attention, weights_from_lse
 from .softmax import hardmax, log_softmax, logsumexp, softmax, softmax_one, sparsemax
@@ -36,7 +37,6 @@ __all__ = [
     "log_softmax",
     "logsumexp",
     "masks",
-    "prepare_attention",
     "softmax",
     "softmax_one",
     "sparsemax",

@@ -5,10 +5,13 @@ reading the message knows which array to fix.
 
 prepare_attention is the front door of every attention implementation (attention,
 grouped-query attention, flash_attention, weights_from_lse, attncore.jit): it checks a
-call once and resolves it into a Prepared. Beside it live the facts they share, each
-stated once: the causal offset (causal_offset, also behind masks.causal) and its
-predicate, the -inf guard (finite_or_zero), the kv-head divisibility (kv_groups), the
-compute dtype and the score product with its overflow error (scores).
+call once and resolves it into a Prepared. Every entry point takes the same keyword tail
+after q, k, v (mask, causal, window, scale, enable_gqa), and old_positional keeps the old
+positional forms working for one release, with a DeprecationWarning. Beside it live the
+facts they share, each stated once: the causal offset (causal_offset, also behind
+masks.causal) and its predicate, the window's rule (resolve_window), the -inf guard
+(finite_or_zero), the kv-head divisibility (kv_groups), the compute dtype and the score
+product with its overflow error (scores).
 
 Type names used across attncore: FloatArray (a floating ndarray), BoolArray (a boolean
 mask), Alignment (the two readings of a rectangular causal mask) and Causal (what a
@@ -18,7 +21,9 @@ from __future__ import annotations
 
 import math
 import numbers
-from typing import Literal, NamedTuple, Union
+import sys
+import warnings
+from typing import Any, Callable, Literal, NamedTuple, Union
 
 import numpy as np
 from numpy.typing import ArrayLike, DTypeLike, NDArray
@@ -27,6 +32,37 @@ FloatArray = NDArray[np.floating]
 BoolArray = NDArray[np.bool_]
 Alignment = Literal["top_left", "bottom_right"]
 Causal = Union[bool, Alignment]  # False, True (square only), or an alignment
+
+
+def old_positional(function: Callable[..., Any], given: tuple[Any, ...], **keywords: Any) -> tuple[Any, ...]:
+    """The keyword-only arguments of a call of `function` that also used the old positional
+    form: keywords (name=value as the call gave them, in their old positional order) with
+    the positional values `given` put in their place, and a DeprecationWarning that shows
+    the new form. The old form keeps working for one release."""
+    title = _public_name(function)
+    if len(given) > len(keywords):
+        raise TypeError(f"{title}() takes {len(keywords)} old positional arguments at most ({', '.join(keywords)}, "
+                        f"now keywords only), got {len(given)} more")
+    defaults = function.__kwdefaults__ or {}
+    moved = dict(zip(keywords, given))
+    for name in moved:
+        if keywords[name] is not defaults.get(name):
+            raise TypeError(f"{title}() got {name} twice: by position and as {name}=")
+    warnings.warn(f"{title}: pass {', '.join(f'{name}=...' for name in moved)} by keyword; passing "
+                  f"{'it' if len(moved) == 1 else 'them'} by position is deprecated and will stop working in "
+                  f"the next release", DeprecationWarning, stacklevel=3)
+    return tuple({**keywords, **moved}.values())
+
+
+def _public_name(function: Callable[..., Any]) -> str:
+    """The name a reader calls function by: attncore.softmax, attncore.masks.causal, attncore.jit.softmax
+    (the first module on its module's path that holds it)."""
+    parts = function.__module__.split(".")
+    for i in range(1, len(parts) + 1):
+        module = sys.modules.get(".".join(parts[:i]))
+        if getattr(module, function.__name__, None) is function:
+            return f"{module.__name__}.{function.__name__}"
+    return f"{function.__module__}.{function.__name__}"
 
 
 def as_float_array(name: str, x: ArrayLike, *, allow_neg_inf: bool = False,
@@ -151,14 +187,16 @@ def check_qkv(q: ArrayLike, k: ArrayLike, v: ArrayLike, *,
     return q, k, v
 
 
-def leading_shape(**arrays: np.ndarray) -> tuple[int, ...]:
-    """Broadcast the leading (batch, head) dimensions of arrays shaped (..., T, d)."""
+def leading_shape(*, inner: int = 2, **arrays: np.ndarray) -> tuple[int, ...]:
+    """Broadcast the leading (batch, head) dimensions of arrays shaped (..., T, d): all
+    but the last `inner` axes (3 for grouped heads, (..., H, T, d), whose heads are not broadcast)."""
     try:
-        return np.broadcast_shapes(*(a.shape[:-2] for a in arrays.values()))
+        return np.broadcast_shapes(*(a.shape[:-inner] for a in arrays.values()))
     except ValueError:
         shapes = ", ".join(f"{n} {a.shape}" for n, a in arrays.items())
+        what = "(batch, head) dimensions" if inner == 2 else "(batch) dimensions before the heads"
         raise ValueError(
-            f"the leading (batch, head) dimensions must broadcast, got {shapes}"
+            f"the leading {what} must broadcast, got {shapes}"
         ) from None
 
 
@@ -191,6 +229,18 @@ def causal_offset(causal: Causal, t_q: int, t_k: int, *, name: str = "causal",
     return t_k - t_q if causal == "bottom_right" else 0
 
 
+def resolve_window(window: int | None, offset: int | None) -> int | None:
+    """window as a positive int, or None; it needs the diagonal that causal places (offset,
+    from causal_offset: None when not causal)."""
+    if window is None:
+        return None
+    window = positive_int("window", window)
+    if offset is None:
+        raise ValueError(f"window={window} needs causal: the window is the last {window} keys up to the "
+                         f"diagonal, and causal (True, 'top_left' or 'bottom_right') says where the diagonal is")
+    return window
+
+
 def causal_allowed(rows: ArrayLike, keys: ArrayLike, offset: int, window: int | None = None) -> BoolArray:
     """The causal predicate (len(rows), len(keys)): query rows[i] may see key keys[j] when
     keys[j] <= rows[i] + offset (offset from causal_offset) and, with a sliding window, when
@@ -208,10 +258,13 @@ def finite_or_zero(m: FloatArray) -> FloatArray:
 
 def kv_groups(n_q_heads: int, n_kv_heads: int, q_shape: tuple[int, ...] | None = None,
               k_shape: tuple[int, ...] | None = None) -> int:
-    """The one divisibility rule of grouped-query attention: query heads per kv head."""
+    """The one divisibility rule of grouped-query attention: query heads per kv head
+    (at least one kv head; no query heads is an empty result)."""
+    got = (f"q has shape {q_shape} (H_q = {n_q_heads}), k has shape {k_shape} (H_kv = {n_kv_heads})"
+           if q_shape is not None else f"H_q = {n_q_heads} and H_kv = {n_kv_heads}")
+    if n_kv_heads < 1:
+        raise ValueError(f"k must have at least one kv head (axis -3 of k) for grouped-query attention: {got}")
     if n_q_heads % n_kv_heads != 0:
-        got = (f"q has shape {q_shape} (H_q = {n_q_heads}), k has shape {k_shape} (H_kv = {n_kv_heads})"
-               if q_shape is not None else f"H_q = {n_q_heads} and H_kv = {n_kv_heads}")
         raise ValueError(f"the kv heads (axis -3 of k) must divide the query heads (axis -3 of q): {got}")
     return n_q_heads // n_kv_heads
 
@@ -288,7 +341,7 @@ class Prepared(NamedTuple):
     q: FloatArray  # (..., T_q, d_k), validated, dtype as given
     k: FloatArray  # (..., T_k, d_k)
     v: FloatArray | None  # (..., T_k, d_v), or None for scores and weights alone
-    batch: tuple[int, ...]  # the broadcast leading (batch, head) dimensions
+    batch: tuple[int, ...]  # the broadcast leading (batch, head) dimensions (with grouped: ..., H_q)
     t_q: int
     t_k: int
     d_k: int
@@ -297,20 +350,36 @@ class Prepared(NamedTuple):
     work: np.dtype  # computed in (compute_dtype)
     scale: float  # resolved: 1/sqrt(d_k) by default
     offset: int | None  # causal: query i sees key j when j <= i + offset; None if not causal
+    window: int | None  # with causal: query i sees only keys j > i + offset - window too
     mask: BoolArray | None  # boolean, broadcast to (*batch, T_q, T_k), or None
     group: int  # query heads per kv head (grouped=True), else 1
 
 
+def grouped_views(p: Prepared) -> tuple[FloatArray, FloatArray, FloatArray | None, BoolArray | None]:
+    """q, k, v and mask of the prepared call p as the cores compute with them: with grouped
+    query heads (p.group > 1) q (..., H_kv, G, T_q, d) and the mask (..., H_kv, G, T_q, T_k),
+    the query heads grouped by the kv head they read, and k, v (..., H_kv, 1, T_k, d), which
+    broadcast over each group: the kv heads are never copied. Otherwise as they are."""
+    if p.group == 1:
+        return p.q, p.k, p.v, p.mask
+    h_kv = p.k.shape[-3]
+    q = p.q.reshape(*p.q.shape[:-3], h_kv, p.group, p.t_q, p.d_k)
+    k, v = (None if x is None else x[..., :, None, :, :] for x in (p.k, p.v))
+    mask = None if p.mask is None else p.mask.reshape(*p.batch[:-1], h_kv, p.group, p.t_q, p.t_k)
+    return q, k, v, mask
+
+
 def prepare_attention(q: ArrayLike, k: ArrayLike, v: ArrayLike | None = None, *, mask: ArrayLike | None = None,
-                      causal: Causal = False, scale: float | None = None, check_finite: bool = True,
-                      grouped: bool = False) -> Prepared:
+                      causal: Causal = False, window: int | None = None, scale: float | None = None,
+                      check_finite: bool = True, grouped: bool = False) -> Prepared:
     """The front door of every attention implementation: validate once, resolve everything.
 
-    q (..., T_q, d_k), k (..., T_k, d_k), v (..., T_k, d_v) or None; with grouped, the
-    heads are axis -3: q (..., H_q, T_q, d), k and v (..., H_kv, T_k, d), H_kv dividing H_q,
-    and the mask broadcasts to (..., H_q, T_q, T_k). check_finite=False leaves NaN and inf
-    to the caller (attncore.jit's kernel finds them). Every error names the caller's
-    argument (q, k, v, mask, causal, scale). Returns a Prepared.
+    q (..., T_q, d_k), k (..., T_k, d_k), v (..., T_k, d_v) or None; with grouped (the
+    entry points' enable_gqa=True), the heads are axis -3: q (..., H_q, T_q, d), k and v
+    (..., H_kv, T_k, d), H_kv dividing H_q, never broadcast, and the mask broadcasts to
+    (..., H_q, T_q, T_k). check_finite=False leaves NaN and inf to the caller
+    (attncore.jit's kernel finds them). Every error names the caller's argument (q, k, v,
+    mask, causal, window, scale) and the shapes. Returns a Prepared.
 
     Raises
     ------
@@ -319,12 +388,13 @@ def prepare_attention(q: ArrayLike, k: ArrayLike, v: ArrayLike | None = None, *,
         check_finite=False) or has too few dimensions; if q and k differ in d_k or k and v
         in T_k; if the leading dimensions do not broadcast; if mask is not boolean or does
         not broadcast to the scores; if causal=True with T_q != T_k, or causal is not one of
-        False, True, "top_left", "bottom_right"; if scale is not a positive finite number;
-        with grouped, if the kv heads do not divide the query heads.
+        False, True, "top_left", "bottom_right"; if window is not a positive integer or is
+        given without causal; if scale is not a positive finite number; with grouped, if k
+        has no kv head or the kv heads do not divide the query heads.
 
     Examples
     --------
-    >>> from attncore import prepare_attention
+    >>> from attncore._checks import prepare_attention
     >>> q, k, v = np.ones((2, 3, 4)), np.ones((5, 4)), np.ones((5, 6))
     >>> p = prepare_attention(q, k, v, causal="bottom_right")
     >>> p.batch, p.t_q, p.t_k, p.d_k, p.d_v
@@ -355,13 +425,14 @@ def prepare_attention(q: ArrayLike, k: ArrayLike, v: ArrayLike | None = None, *,
                     f"{k.shape}, v has shape {v.shape}"
                 )
         group = kv_groups(q.shape[-3], k.shape[-3], q.shape, k.shape)
-        batch = (*leading_shape(**{n: a[..., 0, :, :] for n, a in arrays.items()}), q.shape[-3])
+        batch = (*leading_shape(inner=3, **arrays), q.shape[-3])
     else:
         batch = leading_shape(**arrays)
     offset = causal_offset(causal, t_q, t_k)
+    window = resolve_window(window, offset)
     scale = resolve_scale(scale, d_k)
     if mask is not None:
         mask = as_mask(mask, (*batch, t_q, t_k))
     dtype = np.result_type(*arrays.values())
     return Prepared(q, k, v, tuple(batch), t_q, t_k, d_k, None if v is None else v.shape[-1], dtype,
-                    compute_dtype(dtype), scale, offset, mask, group)
+                    compute_dtype(dtype), scale, offset, window, mask, group)

@@ -5,24 +5,37 @@ weights (..., T_q, T_k), where row i is query i and column j is key j.
 Leading dimensions (batch, heads) broadcast.
 
 Every function here, flash_attention and attncore.jit enter through one front door,
-prepare_attention (defined in _checks, re-exported here): it validates once and resolves
-the batch shape, sizes, scale, causal offset and mask; the private cores trust it.
+_checks.prepare_attention: it validates once and resolves the batch shape, sizes, scale,
+causal offset, window and mask; the private cores trust it. They share one keyword tail
+after q, k, v: mask, causal, window, scale, enable_gqa (grouped-query heads, only when
+asked, as torch's scaled_dot_product_attention), then what each returns. *deprecated takes
+the old positional form of that tail (mask, scale, return_weights) for one release.
 """
 from __future__ import annotations
 
-from typing import Callable
+from typing import Any, Callable
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from ._checks import FloatArray, causal_allowed, kv_groups, positive_int, prepare_attention, scores
-from ._checks import Prepared as Prepared  # re-exported: the front door's result, beside prepare_attention
+from ._checks import (
+    Causal,
+    FloatArray,
+    Prepared,
+    causal_allowed,
+    grouped_views,
+    kv_groups,
+    old_positional,
+    positive_int,
+    prepare_attention,
+    scores,
+)
 from .softmax import _masked_softmax
 
 FeatureMapLike = Callable[[FloatArray], FloatArray]  # phi: (..., d) -> (..., r)
 
 
-def attention_scores(q: ArrayLike, k: ArrayLike, scale: float | None = None) -> FloatArray:
+def attention_scores(q: ArrayLike, k: ArrayLike, *deprecated: Any, scale: float | None = None) -> FloatArray:
     """S = scale * q k^T, shape (..., T_q, T_k); entry (i, j) = scale * q_i . k_j.
 
     In the dtype of q and k; scores that overflow it raise, naming q and k.
@@ -46,44 +59,58 @@ def attention_scores(q: ArrayLike, k: ArrayLike, scale: float | None = None) -> 
     ...
     ValueError: q and k must share d_k (the last axis): q has shape (3, 2), k has shape (2, 3)
     """
+    if deprecated:  # the old positional scale, for one release
+        (scale,) = old_positional(attention_scores, deprecated, scale=scale)
     p = prepare_attention(q, k, scale=scale)
     return scores(p.q, p.k, p.scale)
 
 
-def attention_weights(q: ArrayLike, k: ArrayLike, mask: ArrayLike | None = None,
-                      scale: float | None = None) -> FloatArray:
+def attention_weights(q: ArrayLike, k: ArrayLike, *deprecated: Any, mask: ArrayLike | None = None,
+                      causal: Causal = False, window: int | None = None, scale: float | None = None,
+                      enable_gqa: bool = False) -> FloatArray:
     """A = softmax(S) over keys, shape (..., T_q, T_k): every row is on the simplex.
 
     Masked keys get weight exactly 0; a query with no allowed key gets a zero row.
-    float16 is computed in float32 and returned in float16.
+    mask (boolean, True = may attend, broadcasting to (..., T_q, T_k)), causal and window
+    combine: a key is allowed where all of them allow it. causal: False, True (square),
+    "top_left" or "bottom_right" (masks.causal); window (with causal): each query sees only
+    the last `window` keys up to the diagonal, as masks.sliding_window. enable_gqa: q
+    (..., H_q, T_q, d), k (..., H_kv, T_k, d), query head h reading kv head h // (H_q // H_kv),
+    as grouped_query_attention. float16 is computed in float32 and returned in float16.
 
     Raises
     ------
     ValueError
         As attention_scores; also if mask is not boolean or does not broadcast to the
-        scores (..., T_q, T_k).
+        scores (..., T_q, T_k); if causal=True with T_q != T_k or causal is not one of False,
+        True, "top_left", "bottom_right"; if window is not a positive integer or comes
+        without causal; with enable_gqa, as grouped_query_attention.
 
     Examples
     --------
-    >>> from attncore import attention_weights, masks
+    >>> from attncore import attention_weights
     >>> q = k = np.array([[0.0, 0.0], [1.0, 0.0], [0.0, 1.0]])
-    >>> A = attention_weights(q, k, mask=masks.causal(3), scale=1.0)
+    >>> A = attention_weights(q, k, causal=True, scale=1.0)
     >>> A.round(3).tolist()  # query i sees keys 0..i
     [[1.0, 0.0, 0.0], [0.269, 0.731, 0.0], [0.212, 0.212, 0.576]]
     >>> A.sum(axis=-1).round(6).tolist()
     [1.0, 1.0, 1.0]
     """
-    p = prepare_attention(q, k, mask=mask, scale=scale)
-    return _weights(p.q, p.k, p.mask, p).astype(p.dtype, copy=False)
+    if deprecated:  # the old positional mask and scale, for one release
+        mask, scale = old_positional(attention_weights, deprecated, mask=mask, scale=scale)
+    p = prepare_attention(q, k, mask=mask, causal=causal, window=window, scale=scale, grouped=enable_gqa)
+    return _heads_out(_weights(p), p).astype(p.dtype, copy=False)
 
 
-def attention(q: ArrayLike, k: ArrayLike, v: ArrayLike, mask: ArrayLike | None = None,
-              scale: float | None = None,
-              return_weights: bool = False) -> FloatArray | tuple[FloatArray, FloatArray]:
-    """out_i = sum_j A_ij v_j, shape (..., T_q, d_v); optionally also A.
+def attention(q: ArrayLike, k: ArrayLike, v: ArrayLike, *deprecated: Any, mask: ArrayLike | None = None,
+              causal: Causal = False, window: int | None = None, scale: float | None = None,
+              enable_gqa: bool = False, return_weights: bool = False) -> FloatArray | tuple[FloatArray, FloatArray]:
+    """out_i = sum_j A_ij v_j, shape (..., T_q, d_v); optionally also A (..., T_q, T_k).
 
-    A fully masked query has zero weights and a zero output (as PyTorch's SDPA since 2.5).
-    float16 is computed in float32 and returned in float16.
+    mask, causal, window and enable_gqa as attention_weights: every attention function of
+    attncore and attncore.jit takes them by these names. A fully masked query has zero
+    weights and a zero output (as PyTorch's SDPA since 2.5). float16 is computed in float32
+    and returned in float16.
 
     Raises
     ------
@@ -103,20 +130,35 @@ def attention(q: ArrayLike, k: ArrayLike, v: ArrayLike, mask: ArrayLike | None =
     ([[0.5, 0.0, 0.5]], [[3.0, 3.0]])
     >>> attention(q, k, v, mask=np.zeros(3, bool)).tolist()  # no key allowed: 0, not NaN
     [[0.0, 0.0]]
+    >>> attention(q, k, v, causal="bottom_right").round(6).tolist()  # the last query sees every key
+    [[3.0, 2.0]]
+    >>> attention(np.ones((4, 1, 2)), k, v, enable_gqa=True)
+    Traceback (most recent call last):
+    ...
+    ValueError: k must have shape (..., H_kv, T_k, d), got shape (3, 2)
     """
-    p = prepare_attention(q, k, v, mask=mask, scale=scale)
-    weights = _weights(p.q, p.k, p.mask, p)
-    out = weights @ p.v.astype(p.work, copy=False)
-    out, weights = out.astype(p.dtype, copy=False), weights.astype(p.dtype, copy=False)
+    if deprecated:  # the old positional mask, scale and return_weights, for one release
+        mask, scale, return_weights = old_positional(attention, deprecated, mask=mask, scale=scale,
+                                                     return_weights=return_weights)
+    p = prepare_attention(q, k, v, mask=mask, causal=causal, window=window, scale=scale, grouped=enable_gqa)
+    weights = _weights(p)
+    out = weights @ grouped_views(p)[2].astype(p.work, copy=False)
+    out, weights = _heads_out(out, p).astype(p.dtype, copy=False), _heads_out(weights, p).astype(p.dtype, copy=False)
     return (out, weights) if return_weights else out
 
 
-def _weights(q: FloatArray, k: FloatArray, mask: NDArray[np.bool_] | None, p: Prepared) -> FloatArray:
-    """The core of the three functions above and of grouped-query attention: the weights
-    (..., T_q, T_k) in p.work of q and k, trusted (p = prepare_attention of the call), with
-    mask (None, or boolean, broadcasting to the scores) and p's causal offset."""
-    if p.offset is not None:  # query i sees key j when j <= i + offset
-        causal = causal_allowed(np.arange(p.t_q), np.arange(p.t_k), p.offset)
+def _heads_out(x: FloatArray, p: Prepared) -> FloatArray:
+    """A result of grouped heads (grouped_views: (..., H_kv, G, T_q, n)) as (..., H_q, T_q, n)."""
+    return x if p.group == 1 else x.reshape(*x.shape[:-4], x.shape[-4] * x.shape[-3], *x.shape[-2:])
+
+
+def _weights(p: Prepared) -> FloatArray:
+    """The core of the functions above: the weights in p.work of the trusted call p
+    (p = prepare_attention of it), from its mask, causal offset and window; with grouped
+    heads shaped as grouped_views says, (..., H_kv, G, T_q, T_k)."""
+    q, k, _, mask = grouped_views(p)
+    if p.offset is not None:  # query i sees key j when j <= i + offset (and j > i + offset - window)
+        causal = causal_allowed(np.arange(p.t_q), np.arange(p.t_k), p.offset, p.window)
         mask = causal if mask is None else mask & causal
     s = scores(q.astype(p.work, copy=False), k.astype(p.work, copy=False), p.scale, mask)  # -inf where masked
     return _masked_softmax(s)
@@ -227,10 +269,11 @@ def kv_cache_bytes(n_layers: int, n_kv_heads: int, head_dim: int, seq_len: int, 
     return total
 
 
-def grouped_query_attention(q: ArrayLike, k: ArrayLike, v: ArrayLike, mask: ArrayLike | None = None,
-                            scale: float | None = None,
+def grouped_query_attention(q: ArrayLike, k: ArrayLike, v: ArrayLike, *deprecated: Any, mask: ArrayLike | None = None,
+                            causal: Causal = False, window: int | None = None, scale: float | None = None,
                             return_weights: bool = False) -> FloatArray | tuple[FloatArray, FloatArray]:
-    """Grouped-query attention: q (..., H_q, T_q, d), k and v (..., H_kv, T_k, d).
+    """Grouped-query attention: q (..., H_q, T_q, d), k and v (..., H_kv, T_k, d); the same as
+    attention(q, k, v, enable_gqa=True, ...).
 
     H_kv = H_q is multi-head attention, H_kv = 1 multi-query attention. Query head
     h reads kv head h // (H_q // H_kv). The kv heads are never copied: query heads
@@ -241,7 +284,7 @@ def grouped_query_attention(q: ArrayLike, k: ArrayLike, v: ArrayLike, mask: Arra
     ------
     ValueError
         As attention; also if q, k or v lacks a head axis (-3), k and v differ in their
-        number of kv heads, or H_kv does not divide H_q.
+        number of kv heads, k has none, or H_kv does not divide H_q.
 
     Examples
     --------
@@ -260,14 +303,8 @@ def grouped_query_attention(q: ArrayLike, k: ArrayLike, v: ArrayLike, mask: Arra
     ...
     ValueError: the kv heads (axis -3 of k) must divide the query heads (axis -3 of q): ...
     """
-    p = prepare_attention(q, k, v, mask=mask, scale=scale, grouped=True)
-    n_q_heads, n_kv_heads = p.q.shape[-3], p.k.shape[-3]
-    grouped_q = p.q.reshape(*p.q.shape[:-3], n_kv_heads, p.group, p.t_q, p.d_k)
-    k, v = p.k[..., :, None, :, :], p.v[..., :, None, :, :]  # (..., H_kv, 1, T_k, d)
-    mask = None if p.mask is None else p.mask.reshape(*p.batch[:-1], n_kv_heads, p.group, p.t_q, p.t_k)
-    weights = _weights(grouped_q, k, mask, p)  # (..., H_kv, G, T_q, T_k)
-    out = (weights @ v.astype(p.work, copy=False)).astype(p.dtype, copy=False)
-    out = out.reshape(*out.shape[:-4], n_q_heads, p.t_q, p.d_v)
-    if not return_weights:
-        return out
-    return out, weights.astype(p.dtype, copy=False).reshape(*weights.shape[:-4], n_q_heads, p.t_q, p.t_k)
+    if deprecated:  # the old positional mask, scale and return_weights, for one release
+        mask, scale, return_weights = old_positional(grouped_query_attention, deprecated, mask=mask, scale=scale,
+                                                     return_weights=return_weights)
+    return attention(q, k, v, mask=mask, causal=causal, window=window, scale=scale, enable_gqa=True,
+                     return_weights=return_weights)

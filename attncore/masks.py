@@ -6,46 +6,55 @@ scores (..., T_q, T_k). `to_additive` converts to the 0 / -inf form.
 """
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 from numpy.typing import ArrayLike, DTypeLike
 
-from ._checks import ALIGNMENTS, Alignment, BoolArray, FloatArray, causal_offset, positive_int
+from ._checks import BoolArray, Causal, FloatArray, causal_offset, positive_int
 
 
-def causal(t_q: int, t_k: int | None = None, *, align: Alignment | None = None) -> BoolArray:
+def causal(t_q: int, t_k: int | None = None, *, causal: Causal = True, align: Causal | None = None) -> BoolArray:
     """Causal mask (t_q, t_k): query i sees key j when j <= i + offset.
 
-    Square (t_k omitted or equal): the lower triangle, offset 0. Rectangular
-    shapes have two readings and the caller must choose one:
-    "top_left" (offset 0, PyTorch's is_causal) or "bottom_right" (offset
-    t_k - t_q: the last query sees every key, as in FlashAttention and KV-cache decoding).
+    causal names the alignment as every attention function's causal= does. True (the
+    default) is the square mask (t_k omitted or equal): the lower triangle, offset 0.
+    Rectangular shapes have two readings and the caller must choose one: "top_left"
+    (offset 0, PyTorch's is_causal) or "bottom_right" (offset t_k - t_q: the last query sees
+    every key, as in FlashAttention and KV-cache decoding). align: the old name of causal,
+    deprecated (it works for one release).
 
     Raises
     ------
     ValueError
-        If t_q or t_k is not a positive integer; if align is not None, "top_left" or
-        "bottom_right"; if t_q != t_k and no align is given.
+        If t_q or t_k is not a positive integer; if causal is not True, "top_left" or
+        "bottom_right"; if t_q != t_k and causal is True.
 
     Examples
     --------
     >>> from attncore import masks
     >>> masks.causal(3).astype(int).tolist()
     [[1, 0, 0], [1, 1, 0], [1, 1, 1]]
-    >>> masks.causal(2, 4, align="bottom_right").astype(int).tolist()  # the last query sees every key
+    >>> masks.causal(2, 4, causal="bottom_right").astype(int).tolist()  # the last query sees every key
     [[1, 1, 1, 0], [1, 1, 1, 1]]
-    >>> masks.causal(2, 4, align="top_left").astype(int).tolist()
+    >>> masks.causal(2, 4, causal="top_left").astype(int).tolist()
     [[1, 0, 0, 0], [1, 1, 0, 0]]
     >>> masks.causal(2, 4)
     Traceback (most recent call last):
     ...
     ValueError: a causal mask of shape (t_q, t_k) = (2, 4) is ambiguous for T_q = 2 != T_k = 4: ...
     """
+    if align is not None:
+        warnings.warn("attncore.masks.causal: align= is now called causal= (as in every attention function); "
+                      "align= is deprecated and will stop working in the next release", DeprecationWarning,
+                      stacklevel=2)
+        causal = align
     t_q = positive_int("t_q", t_q)
     t_k = t_q if t_k is None else positive_int("t_k", t_k)
-    if align is not None and align not in ALIGNMENTS:
-        raise ValueError(f"align must be one of {ALIGNMENTS}, got {align!r}")
-    offset = causal_offset(True if align is None else align, t_q, t_k, name="align",
-                           what=f"a causal mask of shape (t_q, t_k) = ({t_q}, {t_k})")
+    if causal is False or isinstance(causal, np.bool_) and not causal:
+        raise ValueError("causal=False asks masks.causal for no causal mask; pass True, 'top_left' or "
+                         "'bottom_right', or use np.ones((t_q, t_k), bool) for a mask that allows every key")
+    offset = causal_offset(causal, t_q, t_k, what=f"a causal mask of shape (t_q, t_k) = ({t_q}, {t_k})")
     return np.tri(t_q, t_k, k=offset, dtype=bool)
 
 

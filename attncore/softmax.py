@@ -4,13 +4,16 @@ Every function normalises along `axis` (the last one by default, the key axis
 of a score matrix (..., T_q, T_k)). An optional boolean `mask` (True = keep)
 removes entries before normalising: they get weight exactly 0, and a slice
 with nothing left gets all zeros instead of the 0/0 = NaN of the naive formula.
+Both are keyword-only after x, as the keyword tail of attention.
 """
 from __future__ import annotations
+
+from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike
 
-from ._checks import FloatArray, as_float_array, as_mask, check_axis, finite_or_zero
+from ._checks import FloatArray, as_float_array, as_mask, check_axis, finite_or_zero, old_positional
 
 
 def _prepare(x, axis, mask):
@@ -45,7 +48,8 @@ def _masked_softmax(x, mask=None, axis=-1):
     return _normalise(*_masked(x, axis, mask), axis)
 
 
-def logsumexp(x: ArrayLike, axis: int = -1, mask: ArrayLike | None = None, keepdims: bool = False) -> FloatArray:
+def logsumexp(x: ArrayLike, *deprecated: Any, axis: int = -1, mask: ArrayLike | None = None,
+              keepdims: bool = False) -> FloatArray:
     """log(sum(exp(x))) along axis; -inf for an empty (fully masked) slice.
 
     Raises
@@ -63,6 +67,8 @@ def logsumexp(x: ArrayLike, axis: int = -1, mask: ArrayLike | None = None, keepd
     >>> float(logsumexp(np.array([1.0, 2.0]), mask=np.array([False, False])))
     -inf
     """
+    if deprecated:  # the old positional axis, mask and keepdims, for one release
+        axis, mask, keepdims = old_positional(logsumexp, deprecated, axis=axis, mask=mask, keepdims=keepdims)
     out = _lse(*_prepare(x, axis, mask), axis)
     return out if keepdims else np.squeeze(out, axis=axis)
 
@@ -73,7 +79,7 @@ def _lse(x, m, axis):
         return m + np.log(np.sum(np.exp(x - m), axis=axis, keepdims=True))
 
 
-def log_softmax(x: ArrayLike, axis: int = -1, mask: ArrayLike | None = None) -> FloatArray:
+def log_softmax(x: ArrayLike, *deprecated: Any, axis: int = -1, mask: ArrayLike | None = None) -> FloatArray:
     """x - logsumexp(x); masked entries (log of weight 0) are -inf, as is a fully masked slice.
 
     Raises
@@ -87,11 +93,13 @@ def log_softmax(x: ArrayLike, axis: int = -1, mask: ArrayLike | None = None) -> 
     >>> log_softmax(np.array([0.0, 0.0, 5.0]), mask=np.array([True, True, False])).round(4).tolist()
     [-0.6931, -0.6931, -inf]
     """
+    if deprecated:  # the old positional axis and mask, for one release
+        axis, mask = old_positional(log_softmax, deprecated, axis=axis, mask=mask)
     x, m = _prepare(x, axis, mask)
     return x - finite_or_zero(_lse(x, m, axis))
 
 
-def softmax(x: ArrayLike, axis: int = -1, mask: ArrayLike | None = None) -> FloatArray:
+def softmax(x: ArrayLike, *deprecated: Any, axis: int = -1, mask: ArrayLike | None = None) -> FloatArray:
     """exp(x_i - m) / sum_j exp(x_j - m), with m the slice max; same shape and dtype.
 
     Masked entries are exactly 0; a fully masked slice is all zeros.
@@ -118,10 +126,12 @@ def softmax(x: ArrayLike, axis: int = -1, mask: ArrayLike | None = None) -> Floa
     ...
     ValueError: x must be a floating-point array (float16, float32 or float64), got dtype int...
     """
+    if deprecated:  # the old positional axis and mask, for one release
+        axis, mask = old_positional(softmax, deprecated, axis=axis, mask=mask)
     return _normalise(*_prepare(x, axis, mask), axis)
 
 
-def softmax_one(x: ArrayLike, axis: int = -1, mask: ArrayLike | None = None) -> FloatArray:
+def softmax_one(x: ArrayLike, *deprecated: Any, axis: int = -1, mask: ArrayLike | None = None) -> FloatArray:
     """Off-by-one softmax exp(x_i) / (1 + sum_j exp(x_j)) (Miller, 2023).
 
     Stable form: with m = max(0, max_j x_j), the "1" becomes exp(-m), so
@@ -141,13 +151,15 @@ def softmax_one(x: ArrayLike, axis: int = -1, mask: ArrayLike | None = None) -> 
     >>> bool(softmax_one(np.array([-30.0, -30.0])).sum() < 1e-12)  # a row may attend to nothing
     True
     """
+    if deprecated:  # the old positional axis and mask, for one release
+        axis, mask = old_positional(softmax_one, deprecated, axis=axis, mask=mask)
     x, m = _prepare(x, axis, mask)
     m = np.maximum(m, 0).astype(x.dtype, copy=False)
     e = np.exp(x - m)
     return e / (np.exp(-m) + np.sum(e, axis=axis, keepdims=True))
 
 
-def sparsemax(x: ArrayLike, axis: int = -1, mask: ArrayLike | None = None) -> FloatArray:
+def sparsemax(x: ArrayLike, *deprecated: Any, axis: int = -1, mask: ArrayLike | None = None) -> FloatArray:
     """Euclidean projection of x onto the probability simplex (Martins & Astudillo, 2016).
 
     out_i = max(x_i - tau, 0) with tau chosen so the row sums to 1; low scores get
@@ -169,6 +181,8 @@ def sparsemax(x: ArrayLike, axis: int = -1, mask: ArrayLike | None = None) -> Fl
     >>> round(float(sparsemax(x).sum()), 5)  # float32 at an offset of 1e4: still on the simplex
     1.0
     """
+    if deprecated:  # the old positional axis and mask, for one release
+        axis, mask = old_positional(sparsemax, deprecated, axis=axis, mask=mask)
     check_axis(axis, np.shape(x))
     x, m = _prepare(x, axis, mask)
     z = np.moveaxis(x - m, axis, -1)  # row max 0; masked entries -inf
@@ -181,7 +195,7 @@ def sparsemax(x: ArrayLike, axis: int = -1, mask: ArrayLike | None = None) -> Fl
     return np.moveaxis(np.maximum(z - tau.astype(z.dtype), 0), -1, axis)
 
 
-def hardmax(x: ArrayLike, axis: int = -1, mask: ArrayLike | None = None) -> FloatArray:
+def hardmax(x: ArrayLike, *deprecated: Any, axis: int = -1, mask: ArrayLike | None = None) -> FloatArray:
     """One-hot argmax along axis (the first maximum on ties): a vertex of the simplex.
 
     Masked (or -inf) entries are never picked; a fully masked slice is all zeros.
@@ -200,6 +214,8 @@ def hardmax(x: ArrayLike, axis: int = -1, mask: ArrayLike | None = None) -> Floa
     >>> hardmax(np.array([[0.1, 0.7, 0.7], [2.0, 1.0, 0.0]]), mask=np.array([True, False, False])).tolist()
     [[1.0, 0.0, 0.0], [1.0, 0.0, 0.0]]
     """
+    if deprecated:  # the old positional axis and mask, for one release
+        axis, mask = old_positional(hardmax, deprecated, axis=axis, mask=mask)
     check_axis(axis, np.shape(x))
     x, _ = _prepare(x, axis, mask)  # masked entries -inf
     out = np.zeros_like(x)

@@ -83,9 +83,9 @@ CASES = {
     "self": ((6, 4), (6, 4), (6, 4), None),
     "self-causal": ((6, 4), (6, 4), (6, 3), lambda: masks.causal(6)),
     "cross-rectangular": ((3, 4), (7, 4), (7, 5), None),
-    "cross-bottom-right": ((3, 4), (7, 4), (7, 5), lambda: masks.causal(3, 7, align="bottom_right")),
-    "cross-top-left": ((3, 4), (7, 4), (7, 5), lambda: masks.causal(3, 7, align="top_left")),
-    "more-queries-than-keys": ((7, 4), (3, 4), (3, 2), lambda: masks.causal(7, 3, align="bottom_right")),
+    "cross-bottom-right": ((3, 4), (7, 4), (7, 5), lambda: masks.causal(3, 7, causal="bottom_right")),
+    "cross-top-left": ((3, 4), (7, 4), (7, 5), lambda: masks.causal(3, 7, causal="top_left")),
+    "more-queries-than-keys": ((7, 4), (3, 4), (3, 2), lambda: masks.causal(7, 3, causal="bottom_right")),
     "batched-heads": ((2, 3, 5, 4), (2, 3, 5, 4), (2, 3, 5, 6), lambda: masks.causal(5)),
     "leading-broadcast": ((2, 3, 5, 4), (3, 6, 4), (1, 1, 6, 2), None),
     "kv-shared-across-batch": ((4, 5, 4), (6, 4), (6, 3), lambda: masks.key_padding([6, 2, 0, 4], 6)),
@@ -130,7 +130,7 @@ def test_fully_masked_query_gives_zero_weights_and_output(dtype, rng):
     keep = [0, 2, 3]
     np.testing.assert_allclose(out[:, keep], ac.attention(q[:, keep], k, v), rtol=0, atol=1e-6)
     # every query masked (bottom-right with T_q > T_k leaves the first rows empty)
-    out = ac.attention(q[0], k[0, :2], v[0, :2], mask=masks.causal(4, 2, align="bottom_right"))
+    out = ac.attention(q[0], k[0, :2], v[0, :2], mask=masks.causal(4, 2, causal="bottom_right"))
     assert np.all(out[:2] == 0) and np.all(out[2:] != 0)
 
 

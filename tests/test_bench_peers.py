@@ -79,7 +79,7 @@ def test_float64_reference_is_attention_with_the_kv_heads_repeated():
     rng = np.random.default_rng(3)
     q = rng.standard_normal((2, 6, 5, 8))
     k, v = (rng.standard_normal((2, 3, 9, 8)) for _ in range(2))
-    mask = masks.causal(5, 9, align="bottom_right")
+    mask = masks.causal(5, 9, causal="bottom_right")
     want = attncore.attention(q, np.repeat(k, 2, axis=1), np.repeat(v, 2, axis=1), mask=mask)
     np.testing.assert_allclose(peers.float64_reference(q, k, v, "bottom_right"), want, rtol=0, atol=1e-12)
 

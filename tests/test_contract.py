@@ -19,11 +19,15 @@ sharing a kv head). What they all promise:
 - NaN or inf in q, k or v raises ValueError naming the argument;
 - causal=True with T_q != T_k is refused as ambiguous.
 """
+import inspect
+
 import numpy as np
 import pytest
 
 import attncore as ac
 from attncore import masks
+
+from . import reference as ref
 
 pytestmark = pytest.mark.xdist_group("numba-flash")  # one worker compiles each kernel once (conftest.py)
 
@@ -40,7 +44,7 @@ def _mask(causal, t_q, t_k):
     if causal is False:
         return None
     if t_q and t_k:
-        return masks.causal(t_q, t_k, align=None if causal is True else causal)
+        return masks.causal(t_q, t_k, causal=causal)
     if causal is True and t_q != t_k:
         pytest.skip("masks.causal refuses empty sides; the ambiguity is tested with t >= 1")
     offset = t_k - t_q if causal == "bottom_right" else 0
@@ -75,7 +79,7 @@ def _jit_decode(q, k, v, causal, scale):
     """jit.decode_attention, two query heads over one kv head (as _grouped): each must equal attention."""
     q2 = np.stack([q, q], axis=-3)
     out, lse = jit.decode_attention(q2, k[..., None, :, :], v[..., None, :, :], causal=causal, scale=scale,
-                                    block_k=5, return_lse=True)
+                                    enable_gqa=True, block_k=5, return_lse=True)
     np.testing.assert_array_equal(out[..., 0, :, :], out[..., 1, :, :])
     return out[..., 0, :, :], lse[..., 0, :]
 
@@ -275,10 +279,145 @@ def test_grouped_query_attention_is_attention_with_repeated_kv_heads(dtype):
     """Four query heads over two kv heads: query head h reads kv head h // 2, so it equals
     attention with k and v repeated (np.repeat, not np.tile) to four heads, weights included."""
     q, k, v = _random([(2, 4, 6, 8), (2, 2, 9, 8), (2, 2, 9, 3)], dtype, seed=7)
-    mask = masks.causal(6, 9, align="bottom_right")
+    mask = masks.causal(6, 9, causal="bottom_right")
     out, weights = ac.grouped_query_attention(q, k, v, mask=mask, return_weights=True)
     want, want_weights = ac.attention(q, np.repeat(k, 2, axis=-3), np.repeat(v, 2, axis=-3), mask=mask,
                                       return_weights=True)
     assert out.dtype == weights.dtype == dtype
     np.testing.assert_array_equal(out, want)
     np.testing.assert_array_equal(weights, want_weights)
+
+
+# --------------------------------------------------------------------------- one keyword tail
+
+TAIL = {"mask": None, "causal": False, "window": None, "scale": None, "enable_gqa": False}
+# every attention entry point: its leading (positional) arguments, and what of TAIL it refuses
+ENTRY_POINTS = {
+    "attention": (ac.attention, ("q", "k", "v"), set()),
+    "attention_weights": (ac.attention_weights, ("q", "k"), set()),
+    "flash_attention": (ac.flash_attention, ("q", "k", "v"), set()),
+    "weights_from_lse": (ac.weights_from_lse, ("q", "k", "lse", "rows"), set()),
+}
+if jit is not None:
+    ENTRY_POINTS["jit.flash_attention"] = (jit.flash_attention, ("q", "k", "v"), {"mask", "window"})
+    ENTRY_POINTS["jit.decode_attention"] = (jit.decode_attention, ("q", "k", "v"), {"mask", "window"})
+OUTPUTS = [name for name, (_, leading, _) in ENTRY_POINTS.items() if leading == ("q", "k", "v")]
+
+
+@pytest.mark.parametrize("name", ENTRY_POINTS)
+def test_every_entry_point_takes_the_same_keyword_tail(name):
+    """After its leading arguments, every attention entry point takes mask, causal, window, scale
+    and enable_gqa, keyword-only and with the same defaults (then what it alone takes: block
+    sizes, return_lse, path, precision). softmax and jit.softmax take axis and mask alike."""
+    function, leading, _ = ENTRY_POINTS[name]
+    parameters = inspect.signature(function).parameters.values()
+    positional = [p.name for p in parameters if p.kind is p.POSITIONAL_OR_KEYWORD]
+    keywords = {p.name: p.default for p in parameters if p.kind is p.KEYWORD_ONLY}
+    assert tuple(positional) == leading
+    assert {key: keywords.get(key, "missing") for key in TAIL} == TAIL
+    softmaxes = [ac.softmax] + ([jit.softmax] if jit is not None else [])
+    for softmax in softmaxes:
+        keywords = {p.name: p.default for p in inspect.signature(softmax).parameters.values()
+                    if p.kind is p.KEYWORD_ONLY}
+        assert (keywords["axis"], keywords["mask"]) == (-1, None)
+    assert inspect.signature(masks.causal).parameters["causal"].kind is inspect.Parameter.KEYWORD_ONLY
+
+
+def _allowed(t_q, t_k, mask=None, causal=False, window=None):
+    """The keys each query may see, as plain lists: mask, causal offset and window by the DESIGN's rule
+    (query i sees key j when j <= i + offset, and with a window when j > i + offset - window)."""
+    offset = None if causal is False else (t_k - t_q if causal == "bottom_right" else 0)
+    return [[(mask is None or bool(mask[i][j])) and (offset is None or j <= i + offset)
+             and (window is None or j > i + offset - window) for j in range(t_k)] for i in range(t_q)]
+
+
+def _loops(q, k, v, mask=None, causal=False, window=None, scale=None, enable_gqa=False):
+    """The plain-loop reference (tests/reference.py) over (B, H_q, T_q, d) and (B, H_kv, T_k, d), query head h
+    reading kv head h // (H_q // H_kv) (enable_gqa; without it H_kv = H_q); mask (B, H_q, T_q, T_k) or None."""
+    out = np.zeros((*q.shape[:-1], v.shape[-1]))
+    group = q.shape[1] // k.shape[1]
+    for b in range(q.shape[0]):
+        for h in range(q.shape[1]):
+            allowed = _allowed(q.shape[2], k.shape[2], None if mask is None else mask[b, h], causal, window)
+            out[b, h] = ref.attention(q[b, h], k[b, h // group], v[b, h // group], allowed, scale)[0]
+    return out
+
+
+TAIL_CASES = {  # keyword tails, each tried on every entry point that returns an output
+    "mask": dict(mask=True),
+    "causal and a window": dict(causal="bottom_right", window=3),
+    "mask, causal and a window": dict(mask=True, causal="top_left", window=2),
+    "grouped heads": dict(enable_gqa=True, causal="bottom_right"),
+    "grouped heads and a mask": dict(enable_gqa=True, mask=True, scale=0.3),
+    "scale": dict(scale=0.3, causal=True),
+}
+
+
+@pytest.mark.parametrize("name", OUTPUTS)
+@pytest.mark.parametrize("case", TAIL_CASES)
+def test_every_entry_point_gives_the_plain_loops_result_or_refuses_by_name(name, case):
+    """Each keyword tail gives the plain-loop reference's output on every entry point that takes all
+    of it, and a ValueError naming the argument and what takes it on one that does not (never a
+    silent guess). The mask hides every key of one query: its output is 0."""
+    function, _, refused = ENTRY_POINTS[name]
+    tail = dict(TAIL_CASES[case])
+    h_kv = 2 if tail.get("enable_gqa") else 4
+    t_q, t_k = (7, 7) if tail.get("causal") is True else (5, 8)
+    q, k, v = _random([(2, 4, t_q, 4), (2, h_kv, t_k, 4), (2, h_kv, t_k, 3)], np.float64, seed=len(case))
+    if tail.get("mask"):
+        tail["mask"] = np.random.default_rng(1).random((2, 4, t_q, t_k)) < 0.7
+        tail["mask"][1, 2, 0] = False
+    if refused & tail.keys():
+        first = sorted(refused & tail.keys())[0]
+        with pytest.raises(ValueError, match=rf"takes no {first} .*attncore\.flash_attention"):
+            function(q, k, v, **tail)
+        return
+    out = function(q, k, v, **tail)
+    assert out.shape == q.shape[:-1] + (3,)
+    np.testing.assert_allclose(out, _loops(q, k, v, **tail), rtol=0, atol=1e-12)
+    if "mask" in tail:
+        assert np.all(out[1, 2, 0] == 0)
+
+
+BAD_INPUTS = {  # (q, k, v shapes), enable_gqa -> the one error every entry point raises
+    "batch mismatch": (((4, 5, 4), (2, 7, 4), (2, 7, 3)), False,
+                       r"the leading \(batch, head\) dimensions must broadcast, got q \(4, 5, 4\), k \(2, 7, 4\), "
+                       r"v \(2, 7, 3\)"),
+    "no kv heads, not grouped": (((4, 5, 4), (0, 7, 4), (0, 7, 3)), False,
+                                 r"the leading \(batch, head\) dimensions must broadcast, got q \(4, 5, 4\), k \(0, 7"),
+    "no kv heads": (((4, 5, 4), (0, 7, 4), (0, 7, 3)), True,
+                    r"k must have at least one kv head \(axis -3 of k\) for grouped-query attention: q has shape "
+                    r"\(4, 5, 4\) \(H_q = 4\), k has shape \(0, 7, 4\) \(H_kv = 0\)"),
+    "no heads at all": (((0, 5, 4), (0, 7, 4), (0, 7, 3)), True, r"k must have at least one kv head"),
+    "kv heads that do not divide": (((1, 6, 5, 4), (1, 4, 7, 4), (1, 4, 7, 3)), True,
+                                    r"the kv heads \(axis -3 of k\) must divide the query heads \(axis -3 of q\): "
+                                    r"q has shape \(1, 6, 5, 4\) \(H_q = 6\), k has shape \(1, 4, 7, 4\) \(H_kv = 4\)"),
+    "empty leading axis against two": (((0, 4, 5, 4), (2, 2, 7, 4), (2, 2, 7, 3)), True,
+                                       r"the leading \(batch\) dimensions before the heads must broadcast, got "
+                                       r"q \(0, 4, 5, 4\), k \(2, 2, 7, 4\), v \(2, 2, 7, 3\)"),
+    "grouped without a head axis": (((5, 4), (7, 4), (7, 3)), True, r"q must have shape \(\.\.\., H_q, T_q, d\), got "
+                                                                   r"shape \(5, 4\)"),
+}
+
+
+@pytest.mark.parametrize("name", OUTPUTS)
+@pytest.mark.parametrize("case", BAD_INPUTS)
+def test_the_same_bad_inputs_raise_the_same_named_error_everywhere(name, case):
+    """A batch mismatch is refused, not read as grouped heads; no kv heads or an empty leading axis
+    that does not broadcast are a ValueError naming the arguments and their shapes (never a
+    ZeroDivisionError), the same message from every entry point."""
+    shapes, enable_gqa, match = BAD_INPUTS[case]
+    function = ENTRY_POINTS[name][0]
+    q, k, v = (np.ones(shape, np.float32) for shape in shapes)
+    with pytest.raises(ValueError, match=f"^{match}"):
+        function(q, k, v, enable_gqa=enable_gqa)
+
+
+@pytest.mark.parametrize("name", OUTPUTS)
+@pytest.mark.parametrize("enable_gqa", [False, True])
+def test_empty_leading_axes_that_broadcast_give_empty_results(name, enable_gqa):
+    """No batch entries, or no query heads over one kv head: an empty result of the right shape."""
+    function = ENTRY_POINTS[name][0]
+    for shapes in [((0, 3, 5, 4), (0, 3, 7, 4), (1, 3, 7, 2)), ((2, 0, 5, 4), (2, 1, 7, 4), (2, 1, 7, 2))]:
+        q, k, v = _random(shapes)
+        assert function(q, k, v, enable_gqa=enable_gqa).shape == shapes[0][:-1] + (2,)

@@ -262,20 +262,25 @@ def test_lse_and_q_k_with_batch_dimensions_that_do_not_broadcast():
 # --------------------------------------------------------------------------- mask constructors
 
 
-def test_rectangular_causal_without_align():
-    with pytest.raises(ValueError, match=r"causal mask of shape \(t_q, t_k\) = \(3, 5\) is ambiguous.*align="):
+def test_rectangular_causal_without_an_alignment():
+    with pytest.raises(ValueError, match=r"causal mask of shape \(t_q, t_k\) = \(3, 5\) is ambiguous.*causal="):
         masks.causal(3, 5)
     with pytest.raises(ValueError, match=r"\(5, 3\) is ambiguous"):
         masks.causal(5, 3)
 
 
-@pytest.mark.parametrize("align", ["top-left", "bottom", "", "BOTTOM_RIGHT"])
-def test_bad_align(align):
-    match = rf"align must be one of \('top_left', 'bottom_right'\), got {re.escape(repr(align))}"
+@pytest.mark.parametrize("alignment", ["top-left", "bottom", "", "BOTTOM_RIGHT"])
+def test_bad_alignment(alignment):
+    match = rf"causal must be True, False or one of \('top_left', 'bottom_right'\), got {re.escape(repr(alignment))}"
     with pytest.raises(ValueError, match=match):
-        masks.causal(3, 5, align=align)
-    with pytest.raises(ValueError, match=r"align must be one of"):
-        masks.causal(4, align=align)  # even when the square shape needs no alignment
+        masks.causal(3, 5, causal=alignment)
+    with pytest.raises(ValueError, match=r"causal must be True, False or one of"):
+        masks.causal(4, causal=alignment)  # even when the square shape needs no alignment
+
+
+def test_a_causal_mask_with_causal_false_is_refused():
+    with pytest.raises(ValueError, match=r"causal=False asks masks.causal for no causal mask; pass True"):
+        masks.causal(3, causal=False)
 
 
 @pytest.mark.parametrize("lengths", [[1, 5], [-1, 2], [7]])
@@ -299,7 +304,7 @@ def test_key_padding_lengths_with_bad_shape_or_dtype(lengths, desc):
     "call,match",
     [
         (lambda: masks.causal(0), r"t_q must be an integer >= 1, got 0"),
-        (lambda: masks.causal(3, 0, align="top_left"), r"t_k must be an integer >= 1, got 0"),
+        (lambda: masks.causal(3, 0, causal="top_left"), r"t_k must be an integer >= 1, got 0"),
         (lambda: masks.causal(2.0), r"t_q must be an integer >= 1, got 2.0"),
         (lambda: masks.key_padding([1], 0), r"t_k must be an integer >= 1, got 0"),
         (lambda: masks.sliding_window(4, 0), r"window must be an integer >= 1, got 0"),
@@ -410,3 +415,50 @@ def test_scale_may_be_a_0d_array():
     for bad in (np.array(-1.0), np.array(np.nan), np.array([0.5]), np.array(True)):
         with pytest.raises(ValueError, match=rf"^scale must be a positive finite number, got {re.escape(repr(bad))}$"):
             ac.attention(q, k, v, scale=bad)
+
+
+# --------------------------------------------------------------------------- the old argument forms
+
+OLD_FORMS = {  # the old call, the new one: the same result, with a DeprecationWarning naming the new form
+    "attention": (lambda q, k, v, m: ac.attention(q, k, v, m, 0.5),
+                  lambda q, k, v, m: ac.attention(q, k, v, mask=m, scale=0.5), r"pass mask=\.\.\., scale=\.\.\."),
+    "attention with weights": (lambda q, k, v, m: ac.attention(q, k, v, m, None, True)[1],
+                               lambda q, k, v, m: ac.attention(q, k, v, mask=m, return_weights=True)[1],
+                               r"pass mask=\.\.\., scale=\.\.\., return_weights=\.\.\."),
+    "attention_weights": (lambda q, k, v, m: ac.attention_weights(q, k, m),
+                          lambda q, k, v, m: ac.attention_weights(q, k, mask=m), r"pass mask=\.\.\. by keyword"),
+    "attention_scores": (lambda q, k, v, m: ac.attention_scores(q, k, 2.0),
+                         lambda q, k, v, m: ac.attention_scores(q, k, scale=2.0), r"pass scale=\.\.\."),
+    "grouped_query_attention": (lambda q, k, v, m: ac.grouped_query_attention(q[None], k[None], v[None], m),
+                                lambda q, k, v, m: ac.grouped_query_attention(q[None], k[None], v[None], mask=m),
+                                r"pass mask=\.\.\."),
+    "softmax": (lambda q, k, v, m: ac.softmax(q, 0), lambda q, k, v, m: ac.softmax(q, axis=0), r"pass axis=\.\.\."),
+    "logsumexp": (lambda q, k, v, m: ac.logsumexp(q, -1, None, True),
+                  lambda q, k, v, m: ac.logsumexp(q, keepdims=True), r"axis=\.\.\., mask=\.\.\., keepdims=\.\.\."),
+    "masks.causal": (lambda q, k, v, m: masks.causal(3, 4, align="bottom_right"),
+                     lambda q, k, v, m: masks.causal(3, 4, causal="bottom_right"), r"align= is now called causal="),
+}
+
+
+@pytest.mark.parametrize("name", OLD_FORMS)
+def test_the_old_argument_forms_work_for_a_release_with_a_deprecation_warning(name):
+    """Positional mask, scale, axis... and masks.causal's align= give the new form's result, and a
+    DeprecationWarning that names the function and the new form, pointing at the caller's line."""
+    old, new, says = OLD_FORMS[name]
+    rng = np.random.default_rng(0)
+    q, k, v = rng.normal(size=(3, 3, 4))
+    mask = masks.causal(3)
+    with pytest.warns(DeprecationWarning, match=says) as caught:
+        got = old(q, k, v, mask)
+    assert all(warning.filename == __file__ for warning in caught)
+    np.testing.assert_array_equal(got, new(q, k, v, mask))
+
+
+def test_the_old_positional_forms_refuse_too_many_or_twice():
+    q = np.ones((2, 3))
+    with pytest.raises(TypeError, match=r"^attncore\.softmax\(\) takes 2 old positional arguments at most"):
+        ac.softmax(q, -1, None, 0)
+    with pytest.raises(TypeError, match=r"^attncore\.attention\(\) got mask twice: by position and as mask="):
+        ac.attention(q, q, q, np.ones((2, 2), bool), mask=np.ones((2, 2), bool))
+    with pytest.raises(ValueError, match=r"causal must be True, False or one of"), pytest.warns(DeprecationWarning):
+        masks.causal(3, 4, align="top-left")  # the old name keeps the new checks

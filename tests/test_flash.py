@@ -103,7 +103,7 @@ def test_flash_custom_scale(flash_attention, rng):
 def test_flash_lse_equals_logsumexp_of_scaled_scores(flash_attention, rng, dtype):
     q, k, v = _inputs(rng, dtype, 6, 10, lead=(2,))
     _, lse = flash_attention(q, k, v, causal="bottom_right", block_q=4, block_k=3, return_lse=True)
-    mask = masks.causal(6, 10, align="bottom_right")
+    mask = masks.causal(6, 10, causal="bottom_right")
     want = ac.logsumexp(ac.attention_scores(q, k), mask=mask)
     assert lse.dtype == dtype
     np.testing.assert_allclose(lse, want, rtol=0, atol=ref.softmax_atol(dtype, 10, 20))
@@ -169,18 +169,28 @@ def test_weights_from_lse_recovers_every_row(rng, dtype, t_q, t_k, causal):
         assert np.all(w[~mask] == 0)
 
 
-@pytest.mark.parametrize("rows", [[0], [4], [3, 1], [2, 2, 0], np.array([1, 4]), 3])
+@pytest.mark.parametrize("rows", [[0], [4], [3, 1], [2, 2, 0], np.array([1, 4]), [], np.array([], np.int64)])
 @pytest.mark.parametrize("causal", [False, True])
 def test_weights_from_lse_row_subsets(rng, rows, causal):
     q, k, v = _inputs(rng, np.float64, 5, 5, lead=(2,))
     _, lse = ac.flash_attention(q, k, v, causal=causal, block_q=2, block_k=2, return_lse=True)
     w = ac.weights_from_lse(q, k, lse, rows=rows, causal=causal)
-    picked = np.atleast_1d(rows)
+    picked = np.asarray(rows, np.intp)
     assert w.shape == (2, len(picked), 5)
     mask = _mask(causal, 5, 5)
     for b in range(2):
         full = ref.attention_weights(q[b], k[b], mask)
         np.testing.assert_allclose(w[b], np.array(full)[picked], rtol=0, atol=1e-13)
+
+
+@pytest.mark.parametrize("rows, shape", [([[0, 1]], r"\(1, 2\)"), (3, r"\(\)"), (np.zeros((2, 0), int), r"\(2, 0\)")])
+def test_weights_from_lse_rows_must_be_1d(rng, rows, shape):
+    """rows is a 1-D array of query indices ([] included); a 2-D or 0-D one is refused, naming rows and its
+    shape, rather than returning an undocumented shape."""
+    q, k, v = _inputs(rng, np.float64, 5, 5)
+    _, lse = ac.flash_attention(q, k, v, return_lse=True)
+    with pytest.raises(ValueError, match=rf"^rows must be a 1-D array of query indices, got shape {shape}"):
+        ac.weights_from_lse(q, k, lse, rows=rows)
 
 
 def test_weights_from_lse_negative_row_index(rng):

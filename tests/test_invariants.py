@@ -49,7 +49,7 @@ def test_nan_is_never_on_the_simplex():
 
 
 def test_mass_on_masked_keys_and_fully_masked_rows(rng):
-    mask = attncore.masks.causal(4, 6, align="bottom_right")
+    mask = attncore.masks.causal(4, 6, causal="bottom_right")
     mask[0] = False
     w = attncore.softmax(rng.normal(size=(4, 6)), mask=mask)
     report = invariants.check_rows(w, mask)

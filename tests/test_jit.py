@@ -18,7 +18,7 @@ import numba  # noqa: E402
 
 import attncore  # noqa: E402
 from attncore import jit, masks  # noqa: E402
-from attncore.flash import causal_offset  # noqa: E402
+from attncore._checks import causal_offset  # noqa: E402
 
 pytestmark = pytest.mark.xdist_group("numba-flash")  # one worker compiles each kernel once (conftest.py)
 
@@ -34,8 +34,8 @@ def reference(q, k, v, causal, scale=None):
     log-sum-exp of its scores."""
     q, k, v = (x.astype(np.float64) for x in (q, k, v))
     t_q, t_k = q.shape[-2], k.shape[-2]
-    mask = None if causal is False else masks.causal(t_q, t_k, align=None if causal is True else causal)
-    scores = attncore.attention_scores(q, k, scale)
+    mask = None if causal is False else masks.causal(t_q, t_k, causal=causal)
+    scores = attncore.attention_scores(q, k, scale=scale)
     return attncore.attention(q, k, v, mask=mask, scale=scale), attncore.logsumexp(scores, mask=mask), scores
 
 
@@ -689,3 +689,65 @@ def test_the_overflow_check_forms_no_scores_for_ordinary_inputs(monkeypatch):
     np.testing.assert_array_equal(jit.flash_attention(x, x, x), expected)
     with pytest.raises(AssertionError, match="scores formed"):
         jit.flash_attention(x * 1e19, x * 1e19, x)
+
+
+@pytest.mark.parametrize("axis", [-1, 0, 1])
+def test_softmax_takes_axis_and_mask_as_attncore_softmax(axis):
+    """jit.softmax has attncore.softmax's keyword tail: axis and a boolean mask that broadcasts
+    (a slice with nothing kept gives zeros); block_k by position still works, deprecated."""
+    rng = np.random.default_rng(axis + 3)
+    x = rng.standard_normal((3, 5, 7)).astype(np.float32)
+    mask = rng.random((5, 7)) < 0.6
+    mask[:, 2] = False
+    eps = np.finfo(np.float32).eps
+    np.testing.assert_allclose(jit.softmax(x, axis=axis, mask=mask), attncore.softmax(x, axis=axis, mask=mask),
+                               rtol=16 * eps, atol=np.finfo(np.float32).tiny)
+    with pytest.warns(DeprecationWarning, match=r"attncore\.jit\.softmax: pass block_k=\.\.\. by keyword"):
+        np.testing.assert_array_equal(jit.softmax(x, 3), jit.softmax(x, block_k=3))
+    with pytest.raises(ValueError, match=r"mask with shape \(4,\) does not broadcast"):
+        jit.softmax(x, mask=np.ones(4, bool))
+    with pytest.raises(np.exceptions.AxisError, match=r"axis must be an integer in \[-3, 3\) for x of shape"):
+        jit.softmax(x, axis=3)
+
+
+def test_numba_outside_the_tested_versions_is_refused_by_name():
+    """attncore.jit reads parts of Numba that are not public, so it refuses the versions it is not
+    tested with, saying which it needs; pyproject's jit extra names the same range."""
+    import re
+    import tomllib
+    from pathlib import Path
+
+    from attncore.jit.compiling import TESTED_NUMBA, require_tested_numba
+
+    require_tested_numba(numba.__version__)
+    (low_major, low_minor), (high_major, high_minor) = TESTED_NUMBA
+    for version in (f"{low_major}.{low_minor - 1}.9", f"{high_major}.{high_minor}.0",
+                    f"{high_major}.{high_minor}.0rc1"):
+        with pytest.raises(ImportError, match=rf"^attncore\.jit is tested with numba>={low_major}\.{low_minor},"
+                                              rf"<{high_major}\.{high_minor} .* this is Numba {re.escape(version)}"):
+            require_tested_numba(version)
+    pyproject = tomllib.loads((Path(__file__).parents[1] / "pyproject.toml").read_text())
+    spec = next(r for r in pyproject["project"]["optional-dependencies"]["jit"] if r.startswith("numba"))
+    assert f">={low_major}.{low_minor}" in spec
+    assert "<" not in spec or f"<{high_major}.{high_minor}" in spec
+
+
+def test_where_numbas_private_parts_moved_the_public_api_stands_in(monkeypatch):
+    """host_features reads the features Numba's target machine was made with (a private attribute)
+    and, without it, what numba.core.codegen's public function says, with a RuntimeWarning; the
+    cache locators go first in Numba's list, and without that list Numba's own stay, with a warning."""
+    from numba.core import caching
+    from numba.core.registry import cpu_target
+
+    from attncore.jit import compiling, isa
+
+    private = isa.host_features()
+    compiling._warn_numba_moved.cache_clear()
+    monkeypatch.setattr(cpu_target.target_context, "codegen", lambda: object())
+    with pytest.warns(RuntimeWarning, match=r"reads the JIT codegen's _tm_features, which Numba .* lacks; it uses "
+                                            r"numba\.core\.codegen\.get_host_cpu_features"):
+        assert isa.host_features() == private
+    monkeypatch.delattr(caching.CacheImpl, "_locator_classes")
+    with pytest.warns(RuntimeWarning, match=r"reads numba\.core\.caching\.CacheImpl\._locator_classes, which Numba"):
+        compiling._install_locators()
+    compiling._warn_numba_moved.cache_clear()

@@ -4,7 +4,14 @@ Where AMX cannot run, only the checks that it is not chosen run. Where it can, t
 intrinsics are checked against NumPy, and the kernel against the NumPy bf16 reference of
 test_jit_bf16 (the same bf16 products, sums in float64) on shapes that do not fill whole
 tiles (d not a multiple of 32, d_v not of 16, keys not of 16 or 32), and against the
-emulated bf16 path within float32 accumulation error. No wall-clock assertions."""
+emulated bf16 path within float32 accumulation error. No wall-clock assertions.
+
+Untested where AMX cannot run, as on CI's runners and a Zen 4: the five tests marked
+needs_amx skip there (the tile product, the kernel against the reference, AMX against
+emulated, broadcast entries, the vcvtne2ps2bf16 pairing). Intel's SDE (sde64 -spr) would
+run them anywhere, but it is a download from intel.com, on no registry the project
+installs from (PyPI, Debian, npm), so CI cannot have it. What runs everywhere: the route
+(from the CPU's features, AMX or not) and the pack-once flags under threads racing for them."""
 import warnings
 
 import numpy as np
@@ -17,7 +24,7 @@ import numba  # noqa: E402
 import attncore  # noqa: E402
 from attncore import jit  # noqa: E402
 from attncore.bfloat16 import round_to_bfloat16  # noqa: E402
-from attncore.jit import amx, atomics, bf16  # noqa: E402
+from attncore.jit import amx, atomics, bf16, bf16_route  # noqa: E402
 from attncore.jit.bf16 import _pack_pairs, _pack_rows, round_to_bf16  # noqa: E402
 
 from .test_jit_bf16 import _mask, assert_below, assert_matches_bf16_reference, float64_bound, inputs  # noqa: E402
@@ -40,26 +47,59 @@ def test_available_needs_the_features_and_never_raises(monkeypatch):
     assert amx.available.__wrapped__() is False
 
 
-def test_bf16_runs_on_amx_exactly_where_it_is_available():
-    assert (bf16.products("bf16", jit.PATHS["avx512"]) == "amx") == AMX
-    assert bf16.products("bf16_emulated", jit.PATHS["avx512"]) == "emulated"
+def test_bf16_runs_on_amx_exactly_where_it_is_available(monkeypatch):
+    monkeypatch.delenv(bf16_route.ENV_ROUTE, raising=False)
+    assert (bf16_route.products("bf16", jit.PATHS["avx512"]) == "amx") == AMX
+    assert bf16_route.products("bf16_emulated", jit.PATHS["avx512"]) == "emulated"
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # emulated on avx2, and it says so
-        assert bf16.products("bf16", jit.PATHS["avx2"]) == "emulated"
+        assert bf16_route.products("bf16", jit.PATHS["avx2"]) == "emulated"
+
+
+@pytest.mark.parametrize("amx_here", [False, True])
+def test_the_route_follows_the_cpus_features_and_never_a_timing(monkeypatch, amx_here):
+    """amx where AMX runs, else native where vdpbf16ps runs, else emulated; the probe is never
+    asked (it raises here), so every process on a machine takes the same route."""
+    def no_timing(shape):
+        raise AssertionError("the route timed the products without being asked to")
+
+    monkeypatch.delenv(bf16_route.ENV_ROUTE, raising=False)
+    monkeypatch.setattr(bf16_route.amx, "available", lambda: amx_here)
+    monkeypatch.setattr(bf16_route, "native_speedup", no_timing)
+    wide = jit.PATHS["avx512"]
+    native = bf16.native_available(wide)
+    expected = ("amx" if amx_here else "native") if native else "emulated"
+    assert bf16_route.route(wide) == expected
+    info = jit.kernel_info(path="avx512")
+    assert (info["bf16_products"], info["bf16_route_source"], info["bf16_native_speedup"]) == (
+        expected, "cpu features", None)
 
 
 @pytest.mark.parametrize("speedup", [0.55, 1.2, 1.25, 2.0])
-def test_without_amx_bf16_takes_vdpbf16ps_only_where_it_measures_faster(monkeypatch, speedup):
-    from attncore.jit import bf16_probe
-
-    monkeypatch.setattr(bf16.amx, "available", lambda: False)
-    monkeypatch.setattr(bf16_probe, "native_speedup", lambda shape: speedup)
+def test_auto_takes_vdpbf16ps_only_where_it_measures_faster(monkeypatch, speedup):
+    """ATTNCORE_JIT_BF16_ROUTE=auto (opt-in) times the products and reports the measurement."""
+    monkeypatch.setenv(bf16_route.ENV_ROUTE, "auto")
+    monkeypatch.setattr(bf16_route.amx, "available", lambda: False)
+    monkeypatch.setattr(bf16_route, "native_speedup", lambda shape: speedup)
     native = bf16.native_available(jit.PATHS["avx512"])
-    expected = "native" if native and speedup >= bf16_probe.NATIVE_PAYS else "emulated"
+    expected = "native" if native and speedup >= bf16_route.NATIVE_PAYS else "emulated"
     with warnings.catch_warnings():
         # emulated for want of vdpbf16ps says so; emulated because it is slower here is no warning
         warnings.simplefilter("error" if native else "ignore", RuntimeWarning)
-        assert bf16.products("bf16", jit.PATHS["avx512"]) == expected
+        assert bf16_route.products("bf16", jit.PATHS["avx512"]) == expected
+    info = jit.kernel_info(path="avx512")
+    assert info["bf16_native_speedup"] == (speedup if native else None)
+    assert info["bf16_route_source"] == (f"{bf16_route.ENV_ROUTE}=auto" if native else "cpu features")
+
+
+@pytest.mark.parametrize("chosen", ["native", "emulated"])
+def test_the_environment_variable_forces_a_route_where_vdpbf16ps_runs(monkeypatch, chosen):
+    monkeypatch.setenv(bf16_route.ENV_ROUTE, chosen)
+    wide = jit.PATHS["avx512"]
+    assert bf16_route.route(wide) == (chosen if bf16.native_available(wide) else "emulated")
+    monkeypatch.setenv(bf16_route.ENV_ROUTE, "fastest")
+    with pytest.raises(ValueError, match=r"^ATTNCORE_JIT_BF16_ROUTE must be one of native, emulated, auto .*'fastest'"):
+        bf16_route.route(wide) if bf16.native_available(wide) else bf16_route._chosen()
 
 
 def test_tile_config_is_palette_1_with_eight_16_by_64_tiles():
@@ -147,6 +187,57 @@ def test_a_tile_is_packed_by_the_first_thread_that_claims_it():
     assert flags[1] == atomics.WRITTEN
     assert not atomics._packing(flags, 1)  # written: read it, do not pack again
     assert atomics._packing(flags, 2) and not atomics._packing(np.full(1, atomics.WRITTEN), 0)
+
+
+RACE = """
+import json, sys
+import numba, numpy as np
+from numba import prange
+from attncore.jit import atomics
+
+@numba.njit(parallel=True)
+def race(flags, packed, counts, bad, waited):
+    width = packed.shape[1]
+    for t in prange(bad.size):  # every iteration visits every flag, all in the same order: they collide
+        for i in range(flags.size):
+            if atomics._flag(flags, i) == atomics.WRITING:
+                waited[t] += 1
+            if atomics._packing(flags, i):
+                atomics._take_next(counts[i:i + 1])
+                for c in range(width):
+                    packed[i, c] = np.float32(i) + np.float32(c) / np.float32(width)
+                atomics._publish(flags, i)
+            for c in range(width):
+                if packed[i, c] != np.float32(i) + np.float32(c) / np.float32(width):
+                    bad[t] += 1
+
+flags, iterations = int(sys.argv[1]), int(sys.argv[2])
+packed = np.full((flags, 256), np.nan, np.float32)
+counts, bad, waited = np.zeros(flags, np.int64), np.zeros(iterations, np.int64), np.zeros(iterations, np.int64)
+race(np.zeros(flags, np.int64), packed, counts, bad, waited)
+print(json.dumps({"threads": numba.get_num_threads(), "counts": np.bincount(counts).tolist(),
+                  "bad": int(bad.sum()), "waited": int(waited.sum())}))
+"""
+
+
+def test_pack_once_flags_hold_under_threads_racing_for_them():
+    """More of Numba's threads than cores (8 on this machine's cores) race over 1000 flags, 64
+    prange iterations each visiting every flag in the same order: every flag is packed exactly
+    once (a counter per flag, atomics._take_next), and every reader, whether it waited for the
+    packer or came later, reads the packed values bit for bit (NaN before them). The waiting
+    threads pause, then yield (atomics.SPINS), so the oversubscribed run ends."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "NUMBA_NUM_THREADS": "8"}
+    result = subprocess.run([sys.executable, "-c", RACE, "1000", "64"], capture_output=True, text=True, env=env,
+                            timeout=600, check=True)
+    race = json.loads(result.stdout)
+    assert race["threads"] == 8
+    assert race["counts"] == [0, 1000]  # no flag packed twice or never: 1000 flags packed once
+    assert race["bad"] == 0, f"{race['bad']} reads saw values that were not (yet) the packed ones"
 
 
 @needs_amx

@@ -15,6 +15,7 @@ from attncore import jit  # noqa: E402
 pytestmark = pytest.mark.xdist_group("numba-decode")  # one worker compiles each kernel once (conftest.py)
 
 PATHS = sorted(jit.PATHS)
+decode = functools.partial(jit.decode_attention, enable_gqa=True)  # grouped-query heads, asked for
 
 
 def reference(q, k, v, causal, scale=None):
@@ -55,7 +56,7 @@ def assert_matches(q, k, v, causal, **kwargs):
     of max|v|: the rounding of a score is bounded by its terms' magnitudes (the kernel folds
     scale log2 e into q, sums in another order, and exp2 is a polynomial). Pairs no query
     uses do not loosen it."""
-    out, lse = jit.decode_attention(q, k, v, causal=causal, return_lse=True, **kwargs)
+    out, lse = decode(q, k, v, causal=causal, return_lse=True, **kwargs)
     ref_out, ref_lse, magnitude = reference(q, k, v, causal, kwargs.get("scale"))
     assert out.dtype == q.dtype and out.shape == ref_out.shape and lse.shape == ref_lse.shape
     unit = 16 * np.finfo(q.dtype).eps * (1 + magnitude)
@@ -110,16 +111,19 @@ def test_the_merge_of_several_splits_equals_one_split(causal, splits):
     """Keys split into several tasks and merged by their log-sum-exp give one split's result to
     rounding; more splits than tiles leave empty splits (no key: weight 0 in the merge)."""
     q, k, v = _inputs(2, 6, 2, 4, 90, 16, 8, sigma=2.0, seed=splits)
-    one, one_lse = jit.decode_attention(q, k, v, causal=causal, block_k=8, splits=1, return_lse=True)
-    many, many_lse = jit.decode_attention(q, k, v, causal=causal, block_k=8, splits=splits, return_lse=True)
+    one, one_lse = decode(q, k, v, causal=causal, block_k=8, splits=1, return_lse=True)
+    many, many_lse = decode(q, k, v, causal=causal, block_k=8, splits=splits, return_lse=True)
     np.testing.assert_allclose(many, one, rtol=0, atol=1e-5)
     np.testing.assert_allclose(many_lse, one_lse, rtol=0, atol=1e-5)
 
 
 def test_default_splits_give_every_thread_tasks():
-    assert jit.default_splits(8, 32768, threads=2) == (2048, 16)  # SPLIT_KEYS at most
+    from attncore.jit.schedule import cache_bytes
+
+    most = cache_bytes()[1] // 1024 // jit.BLOCK_K * jit.BLOCK_K  # K and V rows of 512 bytes each fill one L2
+    assert jit.default_splits(8, 32768, threads=2) == (most, 32768 // most)
     assert jit.default_splits(1, 4096, threads=2, block_k=128) == (512, 8)  # 8 tasks: 4 per thread
-    assert jit.default_splits(64, 4096, threads=2) == (2048, 2)
+    assert jit.default_splits(64, 4096, threads=2) == (most, 4096 // most)
     assert jit.default_splits(8, 0, threads=2) == (128, 1)  # no key: one empty split
     for n_groups, k_end, threads in [(1, 1, 4), (3, 1000, 2), (8, 131072, 2)]:
         keys, splits = jit.default_splits(n_groups, k_end, threads=threads)
@@ -135,24 +139,28 @@ def test_the_thread_count_does_not_change_the_bits():
         results = []
         for threads in sorted({1, before}):
             numba.set_num_threads(threads)
-            results.append(jit.decode_attention(q, k, v, splits=4))
+            results.append(decode(q, k, v, splits=4))
     finally:
         numba.set_num_threads(before)
     for out in results[1:]:
         np.testing.assert_array_equal(out, results[0])
 
 
-def test_flash_attention_takes_grouped_heads_as_torch_enable_gqa():
-    """jit.flash_attention(q, k, v) with H_q != H_kv (torch's enable_gqa) is decode_attention; a
-    head count of 1 still broadcasts as any leading dim, through the flash driver."""
+def test_flash_attention_takes_grouped_heads_only_when_asked():
+    """jit.flash_attention(q, k, v, enable_gqa=True) with H_q != H_kv (torch's enable_gqa) is
+    decode_attention; without enable_gqa the heads are leading dims, which must broadcast: a
+    head count of 1 does, through the flash driver, and 8 over 2 is refused, never guessed."""
     q, k, v = _inputs(1, 8, 2, 4, 50, 16, 16, seed=4)
     for causal in (False, "bottom_right"):
-        np.testing.assert_array_equal(jit.flash_attention(q, k, v, causal=causal),
-                                      jit.decode_attention(q, k, v, causal=causal))
-    with pytest.raises(ValueError, match=r"precision='bf16' needs heads that match or broadcast"):
-        jit.flash_attention(q, k, v, precision="bf16")
+        np.testing.assert_array_equal(jit.flash_attention(q, k, v, causal=causal, enable_gqa=True),
+                                      decode(q, k, v, causal=causal))
+    with pytest.raises(ValueError, match=r"must broadcast, got q \(1, 8, 4, 16\), k \(1, 2, 50, 16\)"):
+        jit.flash_attention(q, k, v)
+    with pytest.raises(ValueError, match=r"precision='bf16' needs as many kv heads as query heads"):
+        jit.flash_attention(q, k, v, precision="bf16", enable_gqa=True)
     one_k, one_v = k[:, :1], v[:, :1]
     out = jit.flash_attention(q, one_k, one_v)
+    np.testing.assert_allclose(out, decode(q, one_k, one_v), rtol=0, atol=1e-6)
     np.testing.assert_allclose(out, jit.decode_attention(q, one_k, one_v), rtol=0, atol=1e-6)
 
 
@@ -161,7 +169,7 @@ def test_leading_dimensions_broadcast_and_float16_is_kept():
     q = rng.normal(size=(2, 3, 4, 2, 8)).astype(np.float16)  # (2, 3) leading, 4 query heads
     k = rng.normal(size=(1, 3, 2, 9, 8)).astype(np.float16)  # 2 kv heads
     v = rng.normal(size=(2, 1, 2, 9, 5)).astype(np.float16)
-    out = jit.decode_attention(q, k, v, causal="bottom_right")
+    out = decode(q, k, v, causal="bottom_right")
     assert out.dtype == np.float16 and out.shape == (2, 3, 4, 2, 5)
     for a in range(2):
         for b in range(3):
@@ -179,37 +187,40 @@ def test_leading_dimensions_broadcast_and_float16_is_kept():
     (((1, 8, 1, 8), (1, 4, 5, 8), (1, 4, 6, 8)), r"k and v must share T_k"),
 ])
 def test_bad_shapes_name_the_argument_and_both_shapes(shapes, match):
-    """flash_attention takes H_q != H_kv as grouped heads only where H_kv divides H_q; other head
-    counts stay leading dims that do not broadcast, named with both shapes."""
+    """With enable_gqa, decode_attention and flash_attention refuse kv heads that do not divide the
+    query heads, naming both shapes; without it the head counts are leading dims that do not
+    broadcast, named with both shapes."""
     q, k, v = (np.ones(shape, np.float32) for shape in shapes)
-    with pytest.raises(ValueError, match=match):
-        jit.decode_attention(q, k, v)
-    if "must divide" in match:
-        match = r"must broadcast, got q \(1, 6, 1, 8\), k \(1, 4, 5, 8\)"
-    with pytest.raises(ValueError, match=match):
-        jit.flash_attention(q, k, v)
+    for call in (decode, functools.partial(jit.flash_attention, enable_gqa=True)):
+        with pytest.raises(ValueError, match=match):
+            call(q, k, v)
+    if "must divide" in match or "same number of kv heads" in match:
+        match = r"must broadcast, got q \(1, [68], 1, 8\), k \(1, 4, 5, 8\)"
+    for call in (jit.decode_attention, jit.flash_attention):
+        with pytest.raises(ValueError, match=match):
+            call(q, k, v)
 
 
 def test_bad_arguments_raise():
     q, k, v = _inputs(1, 4, 2, 1, 5, 8, 8)
     with pytest.raises(ValueError, match=r"q must have shape \(\.\.\., H_q, T_q, d\), got shape \(1, 8\)"):
-        jit.decode_attention(q[0, 0], k, v)
+        decode(q[0, 0], k, v)
     with pytest.raises(ValueError, match="splits must be an integer >= 1, got 0"):
-        jit.decode_attention(q, k, v, splits=0)
+        decode(q, k, v, splits=0)
     with pytest.raises(ValueError, match="block_k must be an integer >= 1"):
-        jit.decode_attention(q, k, v, block_k=0)
+        decode(q, k, v, block_k=0)
     with pytest.raises(ValueError, match="is ambiguous for T_q = 1 != T_k = 5"):
-        jit.decode_attention(q, k, v, causal=True)
+        decode(q, k, v, causal=True)
     k[0, 1, 3, 2] = np.nan
     with pytest.raises(ValueError, match=r"^k must be finite, got nan at index \(0, 1, 3, 2\)"):
-        jit.decode_attention(q, k, v)
+        decode(q, k, v)
 
 
 def _kernels(q, k, v, **kwargs):
     """(scores by rows, weights times V by rows): which micro-kernels decode_attention takes."""
-    import attncore.jit.decode as decode
+    import attncore.jit.decode as decode_py
 
-    layout = decode._layout(q, k, v, kwargs.get("causal", False), jit.BLOCK_K, None, None, kwargs.get("path"))
+    layout = decode_py._layout(q, k, v, kwargs.get("causal", False), jit.BLOCK_K, None, None, kwargs.get("path"), True)
     return layout.settings.scores_by_rows, layout.settings.values_by_rows
 
 
@@ -224,7 +235,7 @@ def test_the_by_rows_kernel_checks_only_on_an_alarm_and_keeps_the_contract(dtype
         arrays = {"q": q.copy(), "k": k.copy(), "v": v.copy()}
         arrays[argument][0, 1, 1, 3] = bad
         with pytest.raises(ValueError, match=rf"^{argument} must be finite, got {bad} at index \(0, 1, 1, 3\)"):
-            jit.decode_attention(arrays["q"], arrays["k"], arrays["v"], causal="bottom_right")
+            decode(arrays["q"], arrays["k"], arrays["v"], causal="bottom_right")
     top = 3e38 if dtype == np.float32 else 1e308
     big_v = np.full_like(v, top)
     big_v[..., ::2, :] *= -0.5
@@ -234,7 +245,7 @@ def test_the_by_rows_kernel_checks_only_on_an_alarm_and_keeps_the_contract(dtype
     over_q, over_k = q.copy(), k.copy()
     over_q[0, 3, 1], over_k[0, 1, 30] = big, big  # query 1 of head 3 (kv head 1) and key 30
     with pytest.raises(ValueError, match=r"^q and k are finite but their scores .* the score of query 1 and key 30 "):
-        jit.decode_attention(over_q, over_k, v, causal="bottom_right")
+        decode(over_q, over_k, v, causal="bottom_right")
     # An overflowing score only a masked pair would have: query 0 never sees the last key
     # (bottom_right). Component 5 is big in that query and that key and 0 in every other
     # query and key of kv head 1, so every score a query uses stays small.
@@ -250,7 +261,7 @@ def test_keys_no_query_sees_are_still_checked():
     assert_matches(q, k, v, "top_left")
     v[0, 0, 20, 5] = np.nan
     with pytest.raises(ValueError, match=r"^v must be finite, got nan at index \(0, 0, 20, 5\)"):
-        jit.decode_attention(q, k, v, causal="top_left")
+        decode(q, k, v, causal="top_left")
 
 
 @pytest.mark.parametrize("t_q, kernels", [(1, (True, True)), (4, (True, True)), (5, (False, True))])
@@ -260,19 +271,19 @@ def test_the_kernels_agree(t_q, kernels):
     take the flash driver's scores in the lanes and the weights times V by rows; the flash
     driver's micro-kernels for both when decode.fits says no. Each matches the loops, and
     they agree to rounding."""
-    import attncore.jit.decode as decode
+    import attncore.jit.decode as decode_py
 
     q, k, v = _inputs(1, 12, 3, t_q, 150, 16, 64, seed=8 + t_q)
     if jit.host_path() == "avx512":
         assert _kernels(q, k, v, causal="bottom_right") == kernels
     ours = assert_matches(q, k, v, "bottom_right", block_k=32, splits=3)[0]
-    fits = decode.fits
+    fits = decode_py.fits
     try:
-        decode.fits = lambda *args: False
+        decode_py.fits = lambda *args: False
         assert _kernels(q, k, v, causal="bottom_right") == (False, False)
         panels = assert_matches(q, k, v, "bottom_right", block_k=32, splits=3)[0]
     finally:
-        decode.fits = fits
+        decode_py.fits = fits
     np.testing.assert_allclose(ours, panels, rtol=0, atol=1e-6)
 
 
@@ -309,14 +320,14 @@ def test_the_row_max_takes_the_seen_keys_and_raises_the_alarm_for_any_key(case):
 def test_k_is_not_copied_when_it_is_ready():
     """A KV cache of any length (here not a multiple of the micro-kernel's rows) is read in
     place: the last rows of a tile come from a small zero-padded copy, not from a padded k."""
-    import attncore.jit.decode as decode
+    import attncore.jit.decode as decode_py
 
     q, k, v = _inputs(1, 4, 2, 1, 13, 16, 16)
     seen = []
-    flatten = decode._flatten
+    flatten = decode_py._flatten
     try:
-        decode._flatten = lambda x, *args, **kwargs: seen.append((x, flatten(x, *args, **kwargs))) or seen[-1][1]
-        jit.decode_attention(q, k, v)
+        decode_py._flatten = lambda x, *args, **kwargs: seen.append((x, flatten(x, *args, **kwargs))) or seen[-1][1]
+        decode(q, k, v)
     finally:
-        decode._flatten = flatten
+        decode_py._flatten = flatten
     assert any(x is k and np.shares_memory(x, flat) for x, flat in seen)

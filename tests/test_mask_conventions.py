@@ -75,12 +75,12 @@ def test_sdpa_float_mask_is_added_to_the_scores():
 def test_sdpa_is_causal_is_top_left(t_q, t_k):
     q, k, v = qkv(2, t_q=t_q, t_k=t_k)
     got = sdpa(q, k, v, is_causal=True)
-    expected = attncore.attention(q, k, v, mask=masks.causal(t_q, t_k, align="top_left"))
+    expected = attncore.attention(q, k, v, mask=masks.causal(t_q, t_k, causal="top_left"))
     np.testing.assert_allclose(got, expected, rtol=0, atol=ATOL)
     if t_q == 1:   # a single query sees key 0 only: the output is v_0 (chapter 4's proposition)
         np.testing.assert_allclose(got[..., 0, :], v[..., 0, :], rtol=0, atol=ATOL)
     if t_q != t_k:
-        bottom_right = attncore.attention(q, k, v, mask=masks.causal(t_q, t_k, align="bottom_right"))
+        bottom_right = attncore.attention(q, k, v, mask=masks.causal(t_q, t_k, causal="bottom_right"))
         assert np.abs(got - bottom_right).max() > 1e-3
 
 
@@ -93,7 +93,7 @@ def test_causal_lower_right_is_bottom_right_and_upper_left_is_top_left(t_q, t_k)
     q, k, v = qkv(2, t_q=t_q, t_k=t_k)
     for bias, align in ((causal_lower_right, "bottom_right"), (causal_upper_left, "top_left")):
         got = sdpa(q, k, v, attn_mask=bias(t_q, t_k))
-        expected = attncore.attention(q, k, v, mask=masks.causal(t_q, t_k, align=align))
+        expected = attncore.attention(q, k, v, mask=masks.causal(t_q, t_k, causal=align))
         np.testing.assert_allclose(got, expected, rtol=0, atol=ATOL)
         assert np.isfinite(got).all()
     if t_q == 1:   # one query, bottom-right: every key, as with no mask at all
@@ -230,7 +230,7 @@ def test_hf_causal_mask_of_a_chunk_is_bottom_right():
     from transformers.masking_utils import sdpa_mask
 
     got = sdpa_mask(batch_size=1, q_length=2, kv_length=5, q_offset=3, allow_is_causal_skip=False)
-    np.testing.assert_array_equal(got[0, 0].numpy(), masks.causal(2, 5, align="bottom_right"))
+    np.testing.assert_array_equal(got[0, 0].numpy(), masks.causal(2, 5, causal="bottom_right"))
 
 
 def test_hf_sliding_window_holds_w_keys_and_chunked_attention_is_block_diagonal():
@@ -315,7 +315,7 @@ def test_xformers_triangular_and_block_diagonal_masks():
     for bias, align in ((fmha.LowerTriangularMask(), "top_left"),
                         (fmha.LowerTriangularFromBottomRightMask(), "bottom_right")):
         got = bias.materialize((3, 6), dtype=torch.float32).numpy()
-        np.testing.assert_array_equal(got, masks.to_additive(masks.causal(3, 6, align=align)))
+        np.testing.assert_array_equal(got, masks.to_additive(masks.causal(3, 6, causal=align)))
     packed = fmha.BlockDiagonalCausalMask.from_seqlens([3, 2, 4]).materialize((9, 9), dtype=torch.float32)
     ids = np.repeat(np.arange(3), [3, 2, 4])
     np.testing.assert_array_equal(packed.numpy(),
@@ -329,7 +329,7 @@ def test_flash_attn_causal_is_bottom_right():
     q, k, v = (torch.from_numpy(x.astype(np.float16)).cuda() for x in qkv(1, t_q=3, t_k=6, d=8))
     got = flash_attn.flash_attn_func(*(x.unsqueeze(2) for x in (q, k, v)), causal=True)[:, :, 0]
     expected = attncore.attention(*(x.double().cpu().numpy() for x in (q, k, v)),
-                                  mask=masks.causal(3, 6, align="bottom_right"))
+                                  mask=masks.causal(3, 6, causal="bottom_right"))
     np.testing.assert_allclose(got.double().cpu().numpy(), expected, rtol=0, atol=2e-3)
 
 
@@ -342,7 +342,7 @@ def test_jax_dot_product_attention_mask_and_is_causal():
     np.testing.assert_allclose(np.asarray(got), attncore.attention(q, k, v, mask=m), atol=1e-5)
     got = jax.nn.dot_product_attention(*to_jax, is_causal=True)[:, :, 0]
     np.testing.assert_allclose(np.asarray(got), attncore.attention(
-        q, k, v, mask=masks.causal(3, 6, align="top_left")), atol=1e-5)
+        q, k, v, mask=masks.causal(3, 6, causal="top_left")), atol=1e-5)
 
 
 def test_flax_dot_product_attention_mask_false_is_masked_out():

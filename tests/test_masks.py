@@ -27,36 +27,36 @@ def test_causal_square_is_lower_triangle(t):
     _check_mask(masks.causal(t), ref.causal(t))
     _check_mask(masks.causal(t, t), ref.causal(t))
     # on a square both alignments coincide
-    _check_mask(masks.causal(t, t, align="top_left"), ref.causal(t))
-    _check_mask(masks.causal(t, t, align="bottom_right"), ref.causal(t))
+    _check_mask(masks.causal(t, t, causal="top_left"), ref.causal(t))
+    _check_mask(masks.causal(t, t, causal="bottom_right"), ref.causal(t))
 
 
 @pytest.mark.parametrize("t_q", SIZES)
 @pytest.mark.parametrize("t_k", SIZES)
 @pytest.mark.parametrize("align", ["top_left", "bottom_right"])
 def test_causal_rectangular_alignments(t_q, t_k, align):
-    _check_mask(masks.causal(t_q, t_k, align=align), ref.causal(t_q, t_k, align))
+    _check_mask(masks.causal(t_q, t_k, causal=align), ref.causal(t_q, t_k, align))
 
 
 def test_causal_rectangular_examples_written_out():
     # 2 queries, 4 keys. top_left: the queries are positions 0 and 1.
     np.testing.assert_array_equal(
-        masks.causal(2, 4, align="top_left"), [[1, 0, 0, 0], [1, 1, 0, 0]]
+        masks.causal(2, 4, causal="top_left"), [[1, 0, 0, 0], [1, 1, 0, 0]]
     )
     # bottom_right: the queries are positions 2 and 3 (decoding with a KV cache)
     np.testing.assert_array_equal(
-        masks.causal(2, 4, align="bottom_right"), [[1, 1, 1, 0], [1, 1, 1, 1]]
+        masks.causal(2, 4, causal="bottom_right"), [[1, 1, 1, 0], [1, 1, 1, 1]]
     )
     # more queries than keys, bottom_right: the first queries see no key at all
     np.testing.assert_array_equal(
-        masks.causal(4, 2, align="bottom_right"), [[0, 0], [0, 0], [1, 0], [1, 1]]
+        masks.causal(4, 2, causal="bottom_right"), [[0, 0], [0, 0], [1, 0], [1, 1]]
     )
 
 
 def test_bottom_right_last_query_sees_every_key():
     for t_q, t_k in [(1, 7), (3, 7), (7, 7)]:
-        assert masks.causal(t_q, t_k, align="bottom_right")[-1].all()
-        assert masks.causal(t_q, t_k, align="top_left")[0].sum() == 1
+        assert masks.causal(t_q, t_k, causal="bottom_right")[-1].all()
+        assert masks.causal(t_q, t_k, causal="top_left")[0].sum() == 1
 
 
 # --------------------------------------------------------------------------- windows
@@ -153,7 +153,7 @@ def test_key_padding_hides_padded_keys_in_attention(rng):
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_to_additive(dtype):
-    mask = masks.causal(3, 5, align="bottom_right")
+    mask = masks.causal(3, 5, causal="bottom_right")
     add = masks.to_additive(mask, dtype=dtype)
     assert add.dtype == dtype and add.shape == mask.shape
     assert np.all(add[mask] == 0)

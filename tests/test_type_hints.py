@@ -41,11 +41,8 @@ def _public_functions(module):
     return found
 
 
-@pytest.mark.parametrize("name", MODULES)
-def test_public_functions_are_annotated(name):
-    module = importlib.import_module(name)
-    functions = _public_functions(module)
-    assert functions, f"{name} has no public functions?"
+def _without_hints(functions):
+    """The signatures of functions ({qualname: function}) that lack a hint; every hint must resolve."""
     missing = []
     for qualname, function in functions.items():
         signature = inspect.signature(function)
@@ -54,4 +51,35 @@ def test_public_functions_are_annotated(name):
         if unannotated or signature.return_annotation is inspect.Signature.empty:
             missing.append(f"{qualname}{signature}")
         typing.get_type_hints(function)  # every annotation names something that exists
+    return missing
+
+
+@pytest.mark.parametrize("name", MODULES)
+def test_public_functions_are_annotated(name):
+    module = importlib.import_module(name)
+    functions = _public_functions(module)
+    assert functions, f"{name} has no public functions?"
+    missing = _without_hints(functions)
     assert not missing, f"{name}: without full type hints: {missing}"
+
+
+def test_jits_public_functions_are_annotated():
+    """The same for attncore.jit's __all__ (Numba optional): precision and path as Literal types,
+    and the tuple that return_lse=True gives known to a type checker (typing.overload)."""
+    jit = pytest.importorskip("attncore.jit")
+    functions = {}
+    for name in jit.__all__:
+        obj = getattr(jit, name)
+        if inspect.isfunction(obj):
+            functions[name] = obj
+        elif inspect.isclass(obj):
+            functions.update({qualname: function for qualname, function in
+                              _public_functions(inspect.getmodule(obj)).items() if qualname.startswith(f"{name}.")})
+    assert "flash_attention" in functions and "TileShape.nr" in functions
+    missing = _without_hints(functions)
+    assert not missing, f"attncore.jit: without full type hints: {missing}"
+    for name in ("flash_attention", "decode_attention"):
+        hints = typing.get_type_hints(getattr(jit, name))
+        assert typing.get_args(hints["precision" if name == "flash_attention" else "path"])
+        returns = [typing.get_type_hints(overload)["return"] for overload in typing.get_overloads(getattr(jit, name))]
+        assert len(returns) == 2 and typing.get_origin(returns[1]) is tuple

@@ -352,6 +352,7 @@ class JitFlash(Peer):
             details["products"], details["native_speedup"] = info["bf16_products"], info["bf16_native_speedup"]
         g = q.shape[1] // k.shape[1]
         if g > 1:
+            kwargs["enable_gqa"] = True  # grouped-query heads are taken only when asked for
             try:
                 jit.flash_attention(q, k, v, **kwargs)
                 details["gqa"] = "native: called with q (B, H_q, T_q, d) and k, v (B, H_kv, T_k, d)"

@@ -1,6 +1,8 @@
 """FlashAttention and the online softmax as Numba kernels (optional: attncore[jit]).
 
-Same algorithm and results as attncore.flash (read that first), compiled.
+Same algorithm and results as attncore.flash (read that first), compiled, with the same
+keyword tail after q, k, v (mask, causal, window, scale, enable_gqa: the kernels mask
+causally only, and refuse a mask or a window, naming attncore.flash_attention).
 What makes it fast on a CPU:
 
 * Transposed panels. A task owns a block of queries and walks it in panels of
@@ -68,15 +70,15 @@ One file per job, from the bottom up:
   exponential.py    exp and 2^x that vectorise: exp, exp2 (arrays), exp_scalar, exp2_scalar
   isa.py            host_features, host_path, PATHS of TileShapes, the TileShape's Numba type
   vector_ir.py      _VectorIR: the LLVM vector operations the micro-kernels are written in
-  microkernels.py   _tile_product and _softmax_tile, intrinsics with plain-loop twins
+  microkernels.py   _tile_product, _dot (bf16 pairs) and _softmax_tile: intrinsics, plain-loop twins
   schedule.py       default_blocks, queue_time, BLOCK_K, default_block_k, MAX_PANELS (plain Python)
   transpose.py      _transpose: square blocks of a 2-D array transposed in vector registers
   layout.py         _prepare: checks, padding, flattening; _Settings, the kernel's scalars
   atomics.py        what threads share: the task queue, pack-once flags
   flash.py          flash_attention and its kernel _flash -> _flash_block
   bf16.py           precision="bf16": bfloat16 rounding, packing, the vdpbf16ps product (what "exactly" means)
+  bf16_route.py     which way precision="bf16" runs (from the CPU's features; a timed probe on request)
   flash_bf16.py     _flash_block_bf16: the flash block with native bfloat16 products
-  bf16_probe.py     native_speedup: whether vdpbf16ps runs the products faster than vfmadd here
   amx.py            AMX: available() (CPU, Numba's features, the kernel's permission), the tile intrinsics
   flash_amx.py      _flash_block_amx: the flash block with bfloat16 products on AMX tiles (tdpbf16ps)
   decode.py         decode_attention: grouped-query heads, each kv head read once, split keys (Flash-Decoding)
@@ -88,7 +90,7 @@ try:
 except ImportError as error:
     raise ImportError("attncore.jit needs Numba: pip install attncore[jit]") from error
 
-from .bf16 import PRECISIONS
+from .bf16_route import PRECISIONS
 from .compiling import FASTMATH
 from .decode import decode_attention, default_splits
 from .exponential import EXP2_COEFFICIENTS, LN2, LOG2E, exp, exp2, exp2_scalar, exp_scalar

@@ -72,7 +72,7 @@ def _aligned(raw, size):
 @_jit
 def zeros(rows, cols, dtype):
     """np.zeros((rows, cols), dtype) (4-byte dtype) starting on a 64-byte boundary: a tile row
-    that straddles two cache lines makes tileloadd six times slower (Numba's allocations are
+    that straddles two cache lines makes tileloadd several times slower (Numba's allocations are
     aligned to 32 bytes)."""
     return _aligned(np.zeros(rows * cols + 16, dtype), rows * cols).reshape((rows, cols))
 

@@ -4,16 +4,25 @@
 A flag is an int64: 0 nobody has claimed it, 1 a thread is writing it, 2 written. The flags
 are LLVM atomics (compare-and-swap with acquire-release, loads with acquire, the store
 with release), so the compiler neither keeps a flag in a register while a thread waits nor
-moves the writes of the packing past the flag that says they are done.
+moves the writes of the packing past the flag that says they are done. A thread that waits
+spins with a pause instruction (x86's pause: the core lends its pipeline to its sibling
+thread and does not flood the memory bus with reads of the flag), and after SPINS spins
+gives its time slice away (sched_yield): with more threads than cores the packer may be
+waiting for this very core.
 """
+import os
+import platform
+
 from llvmlite import ir
 from numba import types
+from numba.core import cgutils
 from numba.extending import intrinsic
 
 from .compiling import _jit
 
 _I64 = ir.IntType(64)
 UNCLAIMED, WRITING, WRITTEN = 0, 1, 2
+SPINS = 256  # pauses before a waiting thread yields its time slice, then one yield per check
 
 
 def _is_counter(x):
@@ -61,12 +70,46 @@ _publish = intrinsic(_on_flag(types.void, lambda builder, pointer: builder.store
     ir.Constant(_I64, WRITTEN), pointer, "release", 8)))
 
 
+@intrinsic
+def _pause(typingctx):
+    """x86's pause instruction (llvm.x86.sse2.pause), a spin-wait hint; nothing elsewhere."""
+
+    def codegen(context, builder, signature, args):
+        if platform.machine().lower() in ("x86_64", "amd64"):
+            pause = cgutils.get_or_insert_function(builder.module, ir.FunctionType(ir.VoidType(), []),
+                                                   "llvm.x86.sse2.pause")
+            builder.call(pause, [])
+        return context.get_dummy_value()
+
+    return types.void(), codegen
+
+
+@intrinsic
+def _yield(typingctx):
+    """sched_yield(): give the rest of this thread's time slice away (POSIX; nothing elsewhere)."""
+
+    def codegen(context, builder, signature, args):
+        if os.name == "posix":
+            sched_yield = cgutils.get_or_insert_function(builder.module, ir.FunctionType(ir.IntType(32), []),
+                                                         "sched_yield")
+            builder.call(sched_yield, [])
+        return context.get_dummy_value()
+
+    return types.void(), codegen
+
+
 @_jit
 def _packing(flags, i):
     """True if the calling thread is to write operand i now (then _publish(flags, i) when done);
-    False once another thread has written it (waiting while that thread writes)."""
+    False once another thread has written it (waiting while that thread writes: SPINS pauses,
+    then a yield of its time slice between checks)."""
     if _claim(flags, i) == UNCLAIMED:
         return True
+    spins = 0
     while _flag(flags, i) != WRITTEN:
-        pass
+        if spins < SPINS:
+            _pause()
+            spins += 1
+        else:
+            _yield()
     return False

@@ -18,16 +18,15 @@ Three ways to run it, with the same operands and the same products:
   along keys for V^T P. The instruction adds the odd product, then the even one, to the
   lane, in round-to-nearest-even, with denormal inputs and results flushed to zero.
   The scale (log2 e / sqrt(d)) multiplies S after the sum (flash_bf16.py). Whether this
-  beats the float32 path depends on the CPU's rate for vdpbf16ps, which may issue at a
-  fraction of vfmadd's: precision="bf16" takes it only where bf16_probe.native_speedup
-  measures its products faster (precision="bf16_native" forces it).
+  beats the float32 path depends on the CPU's rate for vdpbf16ps, which on some cores
+  issues at a fraction of vfmadd's: bf16_route.py says which way precision="bf16" takes.
 * "amx" (the same, on a CPU and a Numba target with AMX-BF16, where Linux grants the tile
   state: amx.available()): tdpbf16ps on 16 x 16 tiles of the same packed words, 16 float32
   sums of 32 products per row and instruction (flash_amx.py). Preferred to "native" wherever
   it can run: the products cost a fraction of the softmax there.
-* "emulated" (every other path, a CPU whose vdpbf16ps does not pay, or
-  precision="bf16_emulated"): q, k and v rounded and stored as float32, then the float32
-  kernel, whose softmax step rounds P (shape.bf16).
+* "emulated" (every other path, a CPU without AVX512_BF16, or precision="bf16_emulated"):
+  q, k and v rounded and stored as float32, then the float32 kernel, whose softmax step
+  rounds P (shape.bf16).
 
 "Exactly" means: the same bf16 operands and the same exact products, in every way and in
 the NumPy reference (attncore.bfloat16.round_to_bfloat16, then float32 or float64 sums).
@@ -38,20 +37,14 @@ denormals (flushed by vdpbf16ps and tdpbf16ps). So the ways differ by float32
 accumulation error, not by bf16 rounding: a weight that rounds differently (its
 float32 value sat on a bf16 tie) is within that too, one bf16 step of one weight at most.
 """
-import functools
-import warnings
-
 import numpy as np
 from llvmlite import ir
 from numba import types
 from numba.core import cgutils
 
-from . import amx
 from .compiling import _jit
 from .isa import host_features
 from .transpose import _transpose
-
-PRECISIONS = ("f32", "bf16", "bf16_native", "bf16_emulated")
 
 
 class _BFloat16Type(ir.Type):
@@ -132,7 +125,7 @@ def _round_row(row):
 @_jit
 def _round_copy(x):
     """bf16(x) as float32, a new C-contiguous array (x: float32, C-contiguous, any shape). One
-    thread: vectorised, it takes 0.2 ms for 256K entries; a parallel loop took 5 ms to wake its threads."""
+    thread, vectorised: waking a parallel loop's threads costs more than the rounding."""
     flat = x.reshape(x.size).view(np.uint32)
     out = np.empty(x.size, np.uint32)
     for i in range(x.size):
@@ -254,41 +247,3 @@ def _dot_typer(mode, modes):
         return signature, lambda *codegen_args: _dot_codegen(mode, modes, *codegen_args)
 
     return typer
-
-
-def products(precision, shape):
-    """What shape.bf16 is for `precision` on the micro-kernel `shape`: None ("f32"), route(shape)
-    ("bf16", with a RuntimeWarning once per path where there is no vdpbf16ps), "native"
-    ("bf16_native", a ValueError where there is no vdpbf16ps) or "emulated" ("bf16_emulated")."""
-    if precision not in PRECISIONS:
-        raise ValueError(f"precision must be one of {', '.join(map(repr, PRECISIONS))}, got {precision!r}")
-    if precision == "bf16_native" and not native_available(shape):
-        raise ValueError(f"precision='bf16_native' needs vdpbf16ps: the avx512 path and a CPU with AVX512_BF16 that "
-                         f"Numba compiles for; here the path is {shape.name!r}"
-                         + ("" if bool(host_features().get("avx512bf16")) else " and the target has no AVX512_BF16"))
-    if precision != "bf16":
-        return {"f32": None, "bf16_native": "native", "bf16_emulated": "emulated"}[precision]
-    taken = route(shape)
-    if taken == "emulated" and not native_available(shape):
-        _warn_emulated(shape.name)
-    return taken
-
-
-def route(shape):
-    """How precision="bf16" runs its products on the micro-kernel `shape` here: "amx" (tiles,
-    tdpbf16ps), "native" (vdpbf16ps, where bf16_probe.native_speedup finds that it pays) or
-    "emulated" (the float32 kernel on rounded operands)."""
-    if not native_available(shape):
-        return "emulated"
-    if amx.available():
-        return "amx"
-    from .bf16_probe import NATIVE_PAYS, native_speedup  # (it imports flash_bf16, which imports this module)
-
-    return "native" if native_speedup(shape) >= NATIVE_PAYS else "emulated"
-
-
-@functools.cache
-def _warn_emulated(path):
-    warnings.warn(f"attncore.jit: precision='bf16' is emulated on the {path!r} path (no vdpbf16ps: it needs the "
-                  f"avx512 path and a CPU with AVX512_BF16 that Numba compiles for); the results are the same "
-                  f"bf16 products, summed in float32", RuntimeWarning, stacklevel=4)

@@ -11,14 +11,43 @@ hash of all of the package's .py files instead. They go first in Numba's list of
 locators and answer only for files in this folder, in Numba's own order:
 NUMBA_CACHE_DIR if set, else __pycache__ beside the file, else the user-wide cache.
 (NUMBA_CACHE_LOCATOR_CLASSES replaces Numba's list, these locators included.)
+
+Since the locators and isa.host_features read parts of Numba that are not public, importing
+attncore.jit refuses a Numba outside the versions it is tested with (TESTED_NUMBA), and where
+such a part has moved all the same, falls back to Numba's public API with a warning.
 """
 import functools
 import hashlib
+import re
+import warnings
 from pathlib import Path
 
 import numba
 import numpy as np
 from numba.core import caching
+
+TESTED_NUMBA = ((0, 68), (0, 69))  # Numba >= 0.68 and < 0.69: what attncore.jit is tested with (pyproject's jit extra)
+
+
+def require_tested_numba(version: str) -> None:
+    """Raise ImportError unless Numba `version` is one attncore.jit is tested with (TESTED_NUMBA):
+    it reads parts of Numba that may change between minor versions."""
+    (low_major, low_minor), (high_major, high_minor) = TESTED_NUMBA
+    wanted = f"numba>={low_major}.{low_minor},<{high_major}.{high_minor}"
+    found = tuple(int(part) for part in re.findall(r"\d+", version)[:2])
+    if not TESTED_NUMBA[0] <= found < TESTED_NUMBA[1]:
+        raise ImportError(f"attncore.jit is tested with {wanted} and reads parts of Numba that change between "
+                          f"versions; this is Numba {version}: pip install '{wanted}'")
+
+
+require_tested_numba(numba.__version__)  # before anything below touches Numba's internals
+
+
+@functools.cache
+def _warn_numba_moved(private: str, public: str) -> None:
+    """Once per process: a private part of Numba that attncore.jit reads has moved; it uses public instead."""
+    warnings.warn(f"attncore.jit reads {private}, which Numba {numba.__version__} lacks; it uses {public} "
+                  f"instead. Please report this with your Numba version.", RuntimeWarning, stacklevel=3)
 
 # Of the fast-math flags only `contract` (fused multiply-add) is on: -inf marks masked
 # scores, so no-inf or no-NaN assumptions would be wrong here.
@@ -71,8 +100,15 @@ LOCATORS = (PackageUserProvidedLocator, PackageInTreeLocator, PackageUserWideLoc
 
 
 def _install_locators():
-    """Put LOCATORS first in Numba's list (once): before any kernel below is declared."""
-    classes = caching.CacheImpl._locator_classes
+    """Put LOCATORS first in Numba's list (once): before any kernel below is declared. Where
+    Numba keeps that list elsewhere (a private attribute), its own locators stay, with a
+    warning: each kernel is then stamped with its own file only."""
+    classes = getattr(caching.CacheImpl, "_locator_classes", None)
+    if not isinstance(classes, list):
+        _warn_numba_moved("numba.core.caching.CacheImpl._locator_classes",
+                          "Numba's own cache locators (an edit of one file of attncore.jit leaves the cached "
+                          "kernels of the others stale: delete attncore/jit/__pycache__ after one)")
+        return
     classes[:0] = [locator for locator in LOCATORS if locator not in classes]
 
 

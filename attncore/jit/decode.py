@@ -28,12 +28,13 @@ K and V once and does little arithmetic with each: the memory bus sets the time.
       lse = M ln 2 + log L   (-inf and a zero row when L = 0: no key seen).
 
 * Prefetch hints, so that the bus waits less for the arithmetic: as it scores a block of
-  keys, the kernels that take V by rows ask the CPU for the K rows PREFETCH_KEYS ahead and
-  for the V rows of the block, which the weights' step reads after the tile's softmax.
-  Measured on the course machine (2 threads, T_k = 32768 and 131072): 56% of the read
-  bandwidth without, 64% with. Even so, the time per key there is close to the time to
-  read its K and V rows plus the time of its arithmetic in L2: the two barely overlap,
-  so every cycle of arithmetic per key still counts.
+  keys, the kernels that take V by rows ask the CPU for the K rows prefetch_keys ahead
+  (a PREFETCH_SHARE of the core's L1 data cache: prefetch_keys) and for the V rows of the
+  block, which the weights' step reads after the tile's softmax. The time per key is
+  close to the time to read its K and V rows plus the time of its arithmetic: the two
+  barely overlap, so every cycle of arithmetic per key still counts.
+* The splits: at most as many keys as fill the core's L2 with their K and V rows
+  (schedule.cache_bytes), and enough of them for every thread to take several tasks.
 * No pass over K and V but the kernel's: a task that meets a score that is NaN or +-inf
   raises an alarm, and only then do the checks run (naming the argument, the overflowing
   score, or scaling v into range), as in flash_attention.
@@ -42,17 +43,18 @@ K and V once and does little arithmetic with each: the memory bus sets the time.
   of those rows, not from a padded K. (v is padded to a multiple of mr columns, a copy
   only when d_v is not one.)
 
-flash_attention routes here when q and k have different, non-broadcasting head counts
-(axis -3), as torch's scaled_dot_product_attention(..., enable_gqa=True).
+jit.flash_attention(..., enable_gqa=True) routes here when k has fewer heads (axis -3) than q.
 """
 import math
-from typing import NamedTuple
+import typing
+from typing import Literal, NamedTuple
 
 import numba
 import numpy as np
 from numba import prange
+from numpy.typing import ArrayLike
 
-from .._checks import check_qkv, largest_magnitude, positive_int, prepare_attention, value_headroom
+from .._checks import Causal, FloatArray, check_qkv, largest_magnitude, positive_int, prepare_attention, value_headroom
 from .atomics import _take_next
 from .compiling import _compute_dtype, _jit, _parallel_jit
 from .decode_microkernels import (
@@ -65,7 +67,7 @@ from .decode_microkernels import (
     fits,
 )
 from .exponential import LN2, LOG2E, _exp2
-from .isa import PATHS, _resolve_path, _tile_cols, _tile_rows
+from .isa import PATHS, PathName, _resolve_path, _tile_cols, _tile_rows
 from .layout import (
     _batch_index,
     _check_scores,
@@ -73,14 +75,14 @@ from .layout import (
     _flatten,
     _mask_panel,
     _panel_keys,
+    _refuse_mask_and_window,
     _remembered,
     _round_up,
 )
 from .microkernels import PRODUCT_MAX, PRODUCT_RESCALE, PRODUCT_ZERO, _max_in_product, _softmax_tile, _tile_product
-from .schedule import BLOCK_K
+from .schedule import BLOCK_K, cache_bytes
 
-SPLIT_KEYS = 2048  # keys per split by default: 2 x 1 MiB of float32 K and V at d = 128, read in one stream
-PREFETCH_KEYS = 16  # rows of K asked for ahead of the block being scored (8 KiB at d = 128 in float32)
+PREFETCH_SHARE = 4  # K rows are asked for this fraction of the L1 data cache ahead of the keys being scored
 TASKS_PER_THREAD = 4  # by default at least this many tasks per thread, for the queue to even out
 
 
@@ -95,6 +97,7 @@ class _DecodeSettings(NamedTuple):
     block_k: int  # keys per tile
     k_end: int  # keys 0:k_end are seen by some query (t_k, or fewer with causal)
     split_keys: int  # keys per split, a multiple of block_k
+    prefetch_keys: int  # K rows asked for ahead of the keys being scored (prefetch_keys)
     splits: int  # splits per kv head group: ceil(k_end / split_keys), at least 1
     threads: int  # prange iterations of _decode, one per thread
     scores_by_rows: bool  # the scores too by rows (_decode_rows), else in the lanes of a panel (_decode_split)
@@ -117,17 +120,26 @@ class _Parts(NamedTuple):
     l: np.ndarray  # (tasks, panels, nr): running sum of 2^(s - m)
 
 
-def default_splits(n_groups, k_end, *, threads=None, block_k=BLOCK_K):
+def default_splits(n_groups: int, k_end: int, *, threads: int | None = None, block_k: int = BLOCK_K,
+                   key_bytes: int = 1024) -> tuple[int, int]:
     """Keys per split and splits per kv head group that decode_attention takes when splits is None.
 
-    Splits of at most SPLIT_KEYS keys (a multiple of block_k), and small enough that the
-    n_groups * splits tasks give every thread at least TASKS_PER_THREAD of them, so that
-    a thread on a slower core simply does fewer. Returns (split_keys, splits).
+    Splits of at most as many keys as fill one core's L2 with their K and V rows (key_bytes
+    each key, 1024 for d = 128 in float32; schedule.cache_bytes), a multiple of block_k, and
+    small enough that the n_groups * splits tasks give every thread at least
+    TASKS_PER_THREAD of them, so that a thread on a slower core simply does fewer.
+    Returns (split_keys, splits).
     """
     threads = numba.get_num_threads() if threads is None else threads
     want = max(1, -(-TASKS_PER_THREAD * threads // max(n_groups, 1)))  # splits per group for enough tasks
-    keys = min(SPLIT_KEYS, -(-k_end // want))
+    keys = min(cache_bytes()[1] // max(key_bytes, 1), -(-k_end // want))
     return _split(k_end, _round_up(max(keys, 1), block_k))
+
+
+def prefetch_keys(row_bytes: int) -> int:
+    """How many K rows (row_bytes each) ahead of the keys being scored the decode kernels ask
+    for: PREFETCH_SHARE of one core's L1 data cache (schedule.cache_bytes), at least one."""
+    return max(1, cache_bytes()[0] // PREFETCH_SHARE // max(row_bytes, 1))
 
 
 def _split(k_end, split_keys):
@@ -182,7 +194,7 @@ def _decode_split(q, k, v, k_start, k_stop, acc_t, m, l, settings, shape):
             mode = PRODUCT_MAX if in_product else PRODUCT_ZERO
             for r0 in range(0, n_pad, mr):
                 if by_rows and p == 0:
-                    _prefetch_ahead(k, v, k0 + r0, mr)
+                    _prefetch_ahead(k, v, k0 + r0, mr, settings.prefetch_keys)
                 if k0 + r0 + mr <= t_k:
                     _tile_product(k, k0 + r0, 0, q_p, s_t, r0, d, shift, mode, shape)
                 else:  # past the end of k: its last rows, zero-padded (masked below)
@@ -209,11 +221,11 @@ def _decode_split(q, k, v, k_start, k_stop, acc_t, m, l, settings, shape):
 
 
 @_jit
-def _prefetch_ahead(k, v, j, count):
-    """Ask for the K rows PREFETCH_KEYS past keys j:j + count and for those keys' V rows (read
+def _prefetch_ahead(k, v, j, count, distance):
+    """Ask for the K rows `distance` past keys j:j + count and for those keys' V rows (read
     after the tile's softmax)."""
     t_k = k.shape[0]
-    ahead = j + PREFETCH_KEYS
+    ahead = j + distance
     if ahead < t_k:
         _prefetch_rows(k, ahead, min(count, t_k - ahead))
     if j < t_k:
@@ -275,7 +287,7 @@ def _decode_rows(q, k, v, k_start, k_stop, acc_t, m_out, l_out, settings, shape)
         n = min(block_k, k_stop - k0)
         n_pad = _round_up(n, kb)
         for j0 in range(0, n_pad, kb):
-            _prefetch_ahead(k, v, k0 + j0, kb)
+            _prefetch_ahead(k, v, k0 + j0, kb, settings.prefetch_keys)
             if k0 + j0 + kb <= t_k:
                 for r0 in range(0, rows_pad, rb):
                     _scores_block(qs, r0, k, k0 + j0, s, j0, shape)
@@ -388,11 +400,13 @@ class _DecodeLayout(NamedTuple):
     settings: _DecodeSettings
 
 
-def _layout(q, k, v, causal, block_k, scale, splits, path):
-    """Every check of decode_attention's arguments but finiteness (through the front door,
-    grouped), and the _DecodeLayout of the call."""
+def _layout(q, k, v, causal, block_k, scale, splits, path, grouped):
+    """Every check of decode_attention's arguments but finiteness (through the front door), and
+    the _DecodeLayout of the call. Without grouped (enable_gqa) the leading dims broadcast
+    as in attention, and each entry is a group of one head: _heads(q, k, v, grouped)."""
+    batch = None if grouped else prepare_attention(q, k, v, causal=causal, scale=scale, check_finite=False).batch
+    q, k, v = _heads(np.asarray(q), np.asarray(k), np.asarray(v), grouped)
     p = prepare_attention(q, k, v, causal=causal, scale=scale, check_finite=False, grouped=True)
-    q, k, v = np.asarray(q), np.asarray(k), np.asarray(v)  # (prepare_attention checked them)
     wide = PATHS[_resolve_path(path)]
     work = _compute_dtype(p.dtype)
     block_k = positive_int("block_k", block_k)
@@ -404,8 +418,9 @@ def _layout(q, k, v, causal, block_k, scale, splits, path):
     lead, h_q, h_kv = p.batch[:-1], q.shape[-3], k.shape[-3]
     entries = [_batch_index(x.shape[:-3], lead) for x in (q, k, v)]  # leading entry each one reads
     n_groups = math.prod(lead) * h_kv
+    itemsize = np.dtype(work).itemsize
     if splits is None:
-        split_keys, splits = default_splits(n_groups, k_end, block_k=block_k)
+        split_keys, splits = default_splits(n_groups, k_end, block_k=block_k, key_bytes=(p.d_k + p.d_v) * itemsize)
     else:
         split_keys, splits = _split(k_end, _round_up(-(-k_end // positive_int("splits", splits)) or 1, block_k))
     e, h = np.divmod(np.arange(n_groups), h_kv)
@@ -413,17 +428,17 @@ def _layout(q, k, v, causal, block_k, scale, splits, path):
                    v_index=entries[2][e] * h_kv + h, out_first=e * h_q + h * p.group)
     by_rows = fits(shape, np.dtype(work).itemsize, p.d_k, p.d_v)
     # by rows, every RB rows cost a transposing tree per KB keys; in the lanes, every key costs d
-    # products whether a panel's lanes are full or not. Measured from memory (T_k = 32768, 2 threads):
-    # by rows is as fast or faster up to one vector of rows (12 rows: 17.2 against 19.5 ms; 16: 19.0
-    # against 19.6), the lanes past it, where the arithmetic sets the time (256 rows at T_k = 4096:
-    # 19.1 against 24.3 ms)
+    # products whether a panel's lanes are full or not: by rows pays up to one vector of rows, the
+    # lanes past it, where the arithmetic sets the time
     scores_by_rows = by_rows and rows <= nr
     settings = _DecodeSettings(t_q=p.t_q, t_k=p.t_k, group=p.group, scale=work(p.scale * LOG2E),
                                causal=p.offset is not None, offset=p.offset or 0, block_k=block_k, k_end=k_end,
-                               split_keys=split_keys, splits=splits, threads=numba.get_num_threads(),
+                               split_keys=split_keys, prefetch_keys=prefetch_keys(p.d_k * itemsize), splits=splits,
+                               threads=numba.get_num_threads(),
                                scores_by_rows=scores_by_rows, values_by_rows=by_rows)
-    return _DecodeLayout(batch=p.batch, t_q=p.t_q, t_k=p.t_k, d_v=p.d_v, dtype=p.dtype, work=work, scale=p.scale,
-                         offset=p.offset, group=p.group, v_cols=p.d_v if by_rows else _round_up(p.d_v, shape.mr),
+    return _DecodeLayout(batch=p.batch if grouped else batch, t_q=p.t_q, t_k=p.t_k, d_v=p.d_v, dtype=p.dtype,
+                         work=work, scale=p.scale, offset=p.offset, group=p.group,
+                         v_cols=p.d_v if by_rows else _round_up(p.d_v, shape.mr),
                          heads=heads, shape=shape, panels=-(-rows // nr), settings=settings)
 
 
@@ -467,44 +482,69 @@ def _run(q, k, v, layout, unit):
     return out, lse, alarms.any() or not np.isfinite(out).all() or not (lse < np.inf).all()
 
 
-def decode_attention(q, k, v, *, causal=False, scale=None, return_lse=False, block_k=BLOCK_K, splits=None,
-                     path=None):
-    """Grouped-query attention for decoding, compiled: each kv head is read once for its G query heads.
+@typing.overload
+def decode_attention(q: ArrayLike, k: ArrayLike, v: ArrayLike, *, mask: None = None, causal: Causal = False,
+                     window: None = None, scale: float | None = None, enable_gqa: bool = False,
+                     return_lse: Literal[False] = False, block_k: int = BLOCK_K, splits: int | None = None,
+                     path: PathName | None = None) -> FloatArray: ...
 
-    q (..., H_q, T_q, d_k), k (..., H_kv, T_k, d_k), v (..., H_kv, T_k, d_v), H_kv dividing
+
+@typing.overload
+def decode_attention(q: ArrayLike, k: ArrayLike, v: ArrayLike, *, mask: None = None, causal: Causal = False,
+                     window: None = None, scale: float | None = None, enable_gqa: bool = False,
+                     return_lse: Literal[True], block_k: int = BLOCK_K, splits: int | None = None,
+                     path: PathName | None = None) -> tuple[FloatArray, FloatArray]: ...
+
+
+def decode_attention(q: ArrayLike, k: ArrayLike, v: ArrayLike, *, mask: ArrayLike | None = None,
+                     causal: Causal = False, window: int | None = None, scale: float | None = None,
+                     enable_gqa: bool = False, return_lse: bool = False, block_k: int = BLOCK_K,
+                     splits: int | None = None,
+                     path: PathName | None = None) -> FloatArray | tuple[FloatArray, FloatArray]:
+    """Attention for decoding, compiled, with the keyword tail of attncore.attention: with
+    enable_gqa each kv head is read once for its G query heads.
+
+    q (..., T_q, d_k), k (..., T_k, d_k), v (..., T_k, d_v) -> (..., T_q, d_v), with
+    return_lse also the log-sum-exp of each scaled score row (..., T_q). enable_gqa:
+    grouped-query heads, q (..., H_q, T_q, d_k), k and v (..., H_kv, T_k, d), H_kv dividing
     H_q (query head h reads kv head h // G, G = H_q // H_kv: attncore.kv_head_map; H_kv = 1
-    is multi-query attention) -> (..., H_q, T_q, d_v), with return_lse also the log-sum-exp
-    of each scaled score row (..., H_q, T_q). Same results, checks and contract as
-    attncore.grouped_query_attention and jit.flash_attention (a row with no key: 0, lse -inf).
-    causal: False, True (T_q = T_k), "bottom_right" (decoding: the queries are the last
-    T_q positions) or "top_left". Made for small T_q (one token, a speculative chunk);
+    is multi-query attention), as attncore.grouped_query_attention; without it the leading
+    dims broadcast, as in attncore.attention. Same results, checks and contract as those
+    and jit.flash_attention (a row with no key: 0, lse -inf). causal: False, True (T_q =
+    T_k), "bottom_right" (decoding: the queries are the last T_q positions) or "top_left";
+    a mask or a window is refused. Made for small T_q (one token, a speculative chunk);
     any T_q works.
     splits: key ranges per kv head, run as separate tasks and merged by their log-sum-exp
     (Flash-Decoding); None takes default_splits. block_k: keys per tile. path: as
     flash_attention's.
+
+    Raises
+    ------
+    ValueError
+        As attncore.attention (with enable_gqa, as grouped_query_attention); also if mask or
+        window is given, or splits or block_k is not a positive integer.
     """
-    layout = _remembered(_layout, q, k, v, causal, block_k, scale, splits, path)  # (Python is slow after a call)
+    _refuse_mask_and_window("decode_attention", mask, window)
+    layout = _remembered(_layout, q, k, v, causal, block_k, scale, splits, path, enable_gqa)  # (Python is slow)
     q, k, v = np.asarray(q), np.asarray(k), np.asarray(v)
     # no pass over K and V but the kernel's: the checks run when it raises an alarm
     if not np.isfinite(q).all() or not _finite_unseen(k, v, layout):
         check_qkv(q, k, v)
+    heads = _heads(q, k, v, enable_gqa)
     unit = 1
-    out, lse, alarm = _run(q, k, v, layout, unit)
+    out, lse, alarm = _run(*heads, layout, unit)
     if alarm:  # NaN or +-inf met: name it, or the overflowing score, or make room in v's range
         check_qkv(q, k, v)
         _check_decode_scores(q, k, v, layout)  # (an overflow hidden by the causal mask is no error)
         unit = value_headroom(v, layout.t_k, layout.work)  # acc sums up to T_k rows of v: keep it finite
-        out, lse, _ = _run(q, k, v, layout, unit)
+        out, lse, _ = _run(*heads, layout, unit)
     out = out if unit == 1 else out * layout.work(unit)
     out = out.reshape(*layout.batch, layout.t_q, layout.d_v).astype(layout.dtype, copy=False)
     lse = lse.reshape(*layout.batch, layout.t_q).astype(layout.dtype, copy=False)
     return (out, lse) if return_lse else out
 
 
-def _grouped(q, k):
-    """Whether flash_attention's q and k have grouped-query heads: axis -3 of each, different,
-    neither 1 (a head count of 1 broadcasts, as every leading dim does), and k's dividing q's
-    (any other pair stays the leading dims that do not broadcast, and flash_attention says so)."""
-    q_shape, k_shape = np.shape(q), np.shape(k)
-    return (len(q_shape) >= 3 and len(k_shape) >= 3 and q_shape[-3] != k_shape[-3]
-            and 1 not in (q_shape[-3], k_shape[-3]) and q_shape[-3] % k_shape[-3] == 0)
+def _heads(q, k, v, grouped):
+    """q, k, v (arrays) as the kernel reads them: (..., H, T, d) with grouped-query heads, else
+    each entry one head of its own, (..., 1, T, d) (views)."""
+    return (q, k, v) if grouped else (q[..., None, :, :], k[..., None, :, :], v[..., None, :, :])

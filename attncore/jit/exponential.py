@@ -10,8 +10,9 @@ import math
 import numpy as np
 from numba import types
 from numba.extending import intrinsic, overload
+from numpy.typing import ArrayLike
 
-from .._checks import as_float_array
+from .._checks import FloatArray, as_float_array
 from .compiling import FASTMATH, _compute_dtype, _jit
 
 LOG2E = 1 / math.log(2)
@@ -93,11 +94,11 @@ _EXP2 = {
 }
 
 
-def _exp(x):
+def _exp(x: float) -> float:
     """exp of a float32 or float64 scalar, for use inside kernels (implemented by _EXP)."""
 
 
-def _exp2(x):
+def _exp2(x: float) -> float:
     """2^x of a float32 or float64 scalar, for use inside kernels (implemented by _EXP2)."""
 
 
@@ -136,13 +137,13 @@ def _elementwise(kernel, x):
     return out.reshape(x.shape).astype(x.dtype, copy=False)
 
 
-def exp(x):
+def exp(x: ArrayLike) -> FloatArray:
     """The vectorised exp of jit.softmax, for a float array (float16 computed in float32):
     within 1 ulp of float32 or float64, same shape and dtype."""
     return _elementwise(_exp_into, x)
 
 
-def exp2(x):
+def exp2(x: ArrayLike) -> FloatArray:
     """The attention kernel's vectorised 2^x of a float array (float16 computed in float32),
     same shape and dtype.
 

@@ -8,20 +8,34 @@ micro-kernels of microkernels.py. The Python side (_prepare in layout.py) checks
 arguments and lays them out for it.
 """
 import math
+import typing
+from typing import Literal
 
 import numpy as np
 from llvmlite import ir
 from numba import prange, types
 from numba.core import cgutils
 from numba.extending import intrinsic, overload
+from numpy.typing import ArrayLike
 
-from .._checks import check_qkv, headroom
+from .._checks import Causal, FloatArray, check_qkv, headroom
 from .atomics import _take_next
+from .bf16_route import Precision
 from .compiling import FASTMATH, _jit, _parallel_jit
+from .decode import decode_attention
 from .flash_amx import _flash_block_amx, _key_value_tiles
 from .flash_bf16 import _flash_block_bf16
-from .isa import _tile_cols, _tile_rows
-from .layout import _check_scores, _far_from_overflow, _finish_rows, _mask_panel, _panel_keys, _prepare, _round_up
+from .isa import PathName, _tile_cols, _tile_rows
+from .layout import (
+    _check_scores,
+    _far_from_overflow,
+    _finish_rows,
+    _mask_panel,
+    _panel_keys,
+    _prepare,
+    _refuse_mask_and_window,
+    _round_up,
+)
 from .microkernels import PRODUCT_MAX, PRODUCT_RESCALE, PRODUCT_ZERO, _max_in_product, _softmax_tile, _tile_product
 from .schedule import BLOCK_K
 from .transpose import _transpose
@@ -270,34 +284,59 @@ def _kernel(arguments, profiling):
     return cycles
 
 
-def flash_attention(q, k, v, *, causal=False, block_q=None, block_k=None, scale=None, return_lse=False,
-                    path=None, precision="f32"):
-    """attncore.flash_attention compiled: same arguments (but no sliding window), checks and results.
+@typing.overload
+def flash_attention(q: ArrayLike, k: ArrayLike, v: ArrayLike, *, mask: None = None, causal: Causal = False,
+                    window: None = None, scale: float | None = None, enable_gqa: bool = False,
+                    return_lse: Literal[False] = False, block_q: int | None = None, block_k: int | None = None,
+                    path: PathName | None = None, precision: Precision = "f32") -> FloatArray: ...
+
+
+@typing.overload
+def flash_attention(q: ArrayLike, k: ArrayLike, v: ArrayLike, *, mask: None = None, causal: Causal = False,
+                    window: None = None, scale: float | None = None, enable_gqa: bool = False,
+                    return_lse: Literal[True], block_q: int | None = None, block_k: int | None = None,
+                    path: PathName | None = None, precision: Precision = "f32") -> tuple[FloatArray, FloatArray]: ...
+
+
+def flash_attention(q: ArrayLike, k: ArrayLike, v: ArrayLike, *, mask: ArrayLike | None = None, causal: Causal = False,
+                    window: int | None = None, scale: float | None = None, enable_gqa: bool = False,
+                    return_lse: bool = False, block_q: int | None = None, block_k: int | None = None,
+                    path: PathName | None = None,
+                    precision: Precision = "f32") -> FloatArray | tuple[FloatArray, FloatArray]:
+    """attncore.flash_attention compiled: the same keyword tail, checks and results.
 
     q (..., T_q, d_k), k (..., T_k, d_k), v (..., T_k, d_v) -> (..., T_q, d_v),
     with return_lse also the log-sum-exp of each scaled score row (..., T_q).
     causal: False, True (square), "top_left" or "bottom_right"; key tiles
-    entirely above the diagonal are skipped. Never allocates (T_q, T_k).
+    entirely above the diagonal are skipped. Never allocates (T_q, T_k). The kernel masks
+    with causal alone: a mask or a window is refused, naming attncore.flash_attention.
+    enable_gqa: grouped-query heads, q (..., H_q, T_q, d_k) and k, v (..., H_kv, T_k, d) with
+    H_kv dividing H_q, as torch's enable_gqa=True, never guessed from the shapes; with
+    H_kv < H_q they run on jit.decode_attention, in float32 (block_q plays no part).
     block_q: queries per block, or None for the guided blocks of default_blocks; tiles
     hold up to block_k keys (None: schedule.default_block_k, 256 on AMX tiles, else 128).
     path: "avx512", "avx2", "portable" or "loops" forces a micro-kernel (see the
     attncore.jit's docstring); None takes ATTNCORE_JIT_PATH, else the host CPU's.
     precision: "f32", or "bf16": q, k, v and the weights rounded to bfloat16 for the two
-    products, float32 sums and softmax (AMX tiles where the CPU has them, vdpbf16ps where it
-    has it and it is measured faster, else emulated with the same products; "bf16_native"
-    and "bf16_emulated" force those two): see bf16.py. Results in float32.
-    Grouped-query heads, q (..., H_q, T_q, d_k) and k, v (..., H_kv, T_k, d) with H_kv dividing
-    H_q (neither 1), as torch's enable_gqa=True: jit.decode_attention (block_q plays no part).
-    """
-    from .decode import _grouped, decode_attention  # (decode.py imports this file)
+    products, float32 sums and softmax (AMX tiles, vdpbf16ps or emulated with the same
+    products, as the CPU's features say: bf16_route.py; "bf16_native" and "bf16_emulated"
+    force the last two): see bf16.py. Results in float32.
 
-    if _grouped(q, k):
+    Raises
+    ------
+    ValueError
+        As attncore.flash_attention; also if mask or window is given, precision is not one
+        of PRECISIONS, path not one of PATHS, or grouped-query heads come with a bf16 precision.
+    """
+    _refuse_mask_and_window("flash_attention", mask, window)
+    q_heads, k_heads = np.shape(q)[-3:-2], np.shape(k)[-3:-2]
+    if enable_gqa and q_heads and k_heads and q_heads != k_heads:
         if precision != "f32":
-            raise ValueError(f"precision={precision!r} needs heads that match or broadcast; grouped-query heads "
+            raise ValueError(f"precision={precision!r} needs as many kv heads as query heads; grouped-query heads "
                              f"(q {np.shape(q)}, k {np.shape(k)}) run on jit.decode_attention, in float32")
-        return decode_attention(q, k, v, causal=causal, scale=scale, return_lse=return_lse,
+        return decode_attention(q, k, v, causal=causal, scale=scale, enable_gqa=True, return_lse=return_lse,
                                 block_k=BLOCK_K if block_k is None else block_k, path=path)
-    arguments, layout, unit, _ = _run(q, k, v, (causal, block_q, block_k, scale, path, precision))
+    arguments, layout, unit, _ = _run(q, k, v, (causal, block_q, block_k, scale, path, precision, enable_gqa))
     out, lse = arguments.out if unit == 1 else arguments.out * layout.work(unit), arguments.lse
     out = out.reshape(*layout.batch, layout.t_q, layout.d_v).astype(layout.dtype, copy=False)
     lse = lse.reshape(*layout.batch, layout.t_q).astype(layout.dtype, copy=False)

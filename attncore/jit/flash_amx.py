@@ -19,8 +19,8 @@ is added to in the tiles; the vector code multiplies it by alpha first (_rescale
 a panel where some alpha is not 1 (a max moved), which gets rarer as the keys go by.
 K and V are rounded and packed tile by tile once per call, not once per block: the first
 thread to reach a key tile packs it into the call's _key_value_tiles, and a thread that
-reaches it meanwhile waits for it (atomics.py). Packing every tile again in each of the
-17 blocks of N = 4096 took 1.0 ms of the kernel's 6.7. Every buffer a tile reads or writes
+reaches it meanwhile waits for it (atomics.py): packing every tile again in each block
+would cost a large share of the kernel. Every buffer a tile reads or writes
 starts on a 64-byte boundary (amx.zeros, amx.empty). The thread loads its tile
 configuration at the start of the block and releases the tiles at its end.
 """
@@ -154,8 +154,8 @@ def _tile_matmul(a, rows, b, c, words, subs, accumulate):
     words multiples of 16, subs <= 3): S^T = K qT (k_w, q_p into s_t) and acc += V^T P^T (v_w, p_w
     into acc_t). Each tile of a (the key tile: K or V, from L2) is loaded once for all subs; b (a
     panel's queries or weights, small) once per use. Per 16 rows of c: tiles 0..2 hold its subs,
-    3 and 4 the two tiles of a in flight, 5..7 those of b. Measured with a in L2: 30 and 23
-    cycles per tdpbf16ps for the two products, against 38 and 28 with a loaded once per sub."""
+    3 and 4 the two tiles of a in flight, 5..7 those of b: loading a once per sub instead costs
+    more cycles per tdpbf16ps, a being in L2."""
     for r in range(0, rows, 16):
         if accumulate:
             _tile_load(0, c, r, 0)

@@ -10,38 +10,13 @@ block's panels, its keys as words (keys, d/2) and its values transposed, as word
 q, k and v arrive in float32 as the caller gave them: packing rounds them (bf16._pair).
 """
 import numpy as np
-from numba.extending import intrinsic, overload
 
-from .bf16 import _dot_typer, _pack_columns, _pack_pairs, _pack_panel, _pack_rows
-from .compiling import FASTMATH, _jit
+from .bf16 import _pack_columns, _pack_pairs, _pack_panel, _pack_rows
+from .compiling import _jit
 from .isa import _tile_cols, _tile_rows
 from .layout import _finish_rows, _mask_panel, _panel_keys, _round_up
-from .microkernels import PRODUCT_MAX, PRODUCT_RESCALE, PRODUCT_ZERO, _softmax_tile
+from .microkernels import PRODUCT_MAX, PRODUCT_RESCALE, PRODUCT_ZERO, _dot, _softmax_tile
 from .transpose import _transpose
-
-_MODES = (PRODUCT_ZERO, PRODUCT_MAX, PRODUCT_RESCALE)
-_dot_zero = intrinsic(_dot_typer(PRODUCT_ZERO, _MODES))
-_dot_max = intrinsic(_dot_typer(PRODUCT_MAX, _MODES))
-_dot_rescale = intrinsic(_dot_typer(PRODUCT_RESCALE, _MODES))
-
-
-def _dot(a, ra, ka, b, c, rc, kc, column, scale, mode, shape):
-    """c[rc:rc+mr] = (column * c[rc:rc+mr] if PRODUCT_RESCALE else 0) + scale * a[ra:ra+mr, ka:ka+kc] . b[:kc]
-    over words of bf16 pairs (scale only for PRODUCT_ZERO and PRODUCT_MAX); PRODUCT_MAX also
-    takes column = max(column, those rows of c)."""
-
-
-@overload(_dot, jit_options={"fastmath": FASTMATH}, inline="always")
-def _overload_dot(a, ra, ka, b, c, rc, kc, column, scale, mode, shape):
-    def dot(a, ra, ka, b, c, rc, kc, column, scale, mode, shape):
-        if mode == PRODUCT_ZERO:
-            _dot_zero(a, ra, ka, b, c, rc, kc, column, scale, shape)
-        elif mode == PRODUCT_MAX:
-            _dot_max(a, ra, ka, b, c, rc, kc, column, scale, shape)
-        else:
-            _dot_rescale(a, ra, ka, b, c, rc, kc, column, scale, shape)
-
-    return dot
 
 
 @_jit

@@ -4,29 +4,32 @@ machine code), and tile_product (a @ b through the micro-kernel alone).
 """
 import os
 import platform
+from typing import Any
 
 import numba
 import numpy as np
 from numba import types
+from numpy.typing import ArrayLike
 
-from .._checks import positive_int
-from .bf16 import native_available, route
-from .bf16_probe import native_speedup
+from .._checks import Causal, FloatArray, positive_int
+from .bf16_route import measured_speedup, route, route_source
 from .compiling import FASTMATH, _compute_dtype
 from .exponential import EXP2_COEFFICIENTS
 from .flash import PHASES, _flash, _run
-from .isa import ENV_PATH, PATHS, _resolve_path, _slower_path_note, _tile_cols, _tile_rows, host_path
+from .isa import ENV_PATH, PATHS, PathName, _resolve_path, _slower_path_note, _tile_cols, _tile_rows, host_path
 from .layout import _round_up
 from .microkernels import PRODUCT_ZERO, _tile_product
 from .schedule import AMX_BLOCK_K, BLOCK_K, default_block_k
 
 
-def profile(q, k, v, *, causal=False, block_q=None, block_k=BLOCK_K, scale=None, path=None):
+def profile(q: ArrayLike, k: ArrayLike, v: ArrayLike, *, causal: Causal = False, block_q: int | None = None,
+            block_k: int = BLOCK_K, scale: float | None = None, path: PathName | None = None) -> dict[str, float]:
     """Where flash_attention's time goes: {phase: share of the cycles of all tasks}.
 
     Reads the cycle counter around each phase of each key tile (PHASES), a few
     dozen cycles per reading; summed over tasks, so with several threads it is
-    the share of the threads' total time. Same arguments as flash_attention.
+    the share of the threads' total time. The arguments are flash_attention's that shape its
+    float32 kernel.
     Needs x86-64 (rdtsc): elsewhere it raises NotImplementedError before running anything.
     """
     _require_x86_64("jit.profile")
@@ -67,7 +70,7 @@ def _products(a, b, out, shape, repeats):
         out[:, p * nr:(p + 1) * nr] = c_panels[p]
 
 
-def tile_product(a, b, *, path=None, repeats=1):
+def tile_product(a: ArrayLike, b: ArrayLike, *, path: PathName | None = None, repeats: int = 1) -> FloatArray:
     """a @ b (float32 or float64) computed by the attention kernel's micro-kernel, for study.
 
     a (M, K), b (K, N) -> (M, N); M and N are zero-padded to multiples of the block.
@@ -99,13 +102,14 @@ def _check_product(a, b):
     return a, b
 
 
-def kernel_info(path=None, asm=False):
+def kernel_info(path: PathName | None = None, asm: bool = False) -> dict[str, Any]:
     """What attncore.jit runs here: the path and its micro-kernel, the CPU, how precision="bf16"
-    runs its products ("bf16_products": "amx", "native" or "emulated", bf16.route; with
-    "bf16_native_speedup", bf16_probe.native_speedup where vdpbf16ps can run), the exp2
-    polynomial, the compile cache of the attention kernel; with asm, the machine code of the
-    float32 micro-kernel (the compiled tile_product of this path). "note" says why host_path
-    is slower than the CPU could run (Numba compiles without AVX), or is None."""
+    runs its products ("bf16_products": "amx", "native" or "emulated"; "bf16_route_source":
+    what chose it; "bf16_native_speedup": the measurement, with ATTNCORE_JIT_BF16_ROUTE=auto
+    only: bf16_route.py), the exp2 polynomial, the compile cache of the attention kernel; with
+    asm, the machine code of the float32 micro-kernel (the compiled tile_product of this
+    path). "note" says why host_path is slower than the CPU could run (Numba compiles
+    without AVX), or is None."""
     name = _resolve_path(path)
     shape = PATHS[name]
     stats = _flash.stats
@@ -127,7 +131,8 @@ def kernel_info(path=None, asm=False):
         "block_k": default_block_k(),
         "amx_block_k": AMX_BLOCK_K,
         "bf16_products": route(shape),
-        "bf16_native_speedup": native_speedup(shape) if native_available(shape) else None,
+        "bf16_route_source": route_source(shape),
+        "bf16_native_speedup": measured_speedup(shape),
         "exp2_coefficients": EXP2_COEFFICIENTS,
         "phases": PHASES,
         "compiled_signatures": len(_flash.signatures),

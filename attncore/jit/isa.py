@@ -13,9 +13,12 @@ intrinsics it may use, guarded by host_features (the tests run every path in PAT
 import functools
 import os
 import warnings
+from typing import Literal
 
 from numba import types
 from numba.extending import NativeValue, models, overload, register_model, typeof_impl, unbox
+
+from .compiling import _warn_numba_moved
 
 
 class TileShape:
@@ -27,31 +30,33 @@ class TileShape:
     products), "emulated" or "native" (bfloat16 products: see bf16.py).
     """
 
-    def __init__(self, name, bits, mr, nv, fma=True, loops=False, bf16=None):
+    def __init__(self, name: str, bits: int, mr: int, nv: int, fma: bool = True, loops: bool = False,
+                 bf16: str | None = None) -> None:
         self.name, self.bits, self.mr, self.nv, self.fma, self.loops = name, bits, mr, nv, fma, loops
         self.bf16 = bf16
 
-    def lanes(self, itemsize):
+    def lanes(self, itemsize: int) -> int:
+        """Elements of itemsize bytes per vector register."""
         return self.bits // (8 * itemsize)
 
-    def nr(self, itemsize):
+    def nr(self, itemsize: int) -> int:
         """Queries per panel: the result block's width in elements."""
         return self.nv * self.lanes(itemsize)
 
     @functools.cached_property
-    def narrow(self):
+    def narrow(self) -> "TileShape":
         """The same micro-kernel one vector wide, for the queries of a block past its last full panel
         when they fit in one vector (the plain loops keep their width)."""
         return self if self.loops else TileShape(self.name, self.bits, self.mr, 1, self.fma, bf16=self.bf16)
 
     @functools.lru_cache(maxsize=None)  # noqa: B019 (a handful of TileShapes, kept for the process anyway)
-    def with_bf16(self, bf16):
+    def with_bf16(self, bf16: str | None) -> "TileShape":
         """This micro-kernel with bfloat16 products (bf16 "emulated" or "native"), or float32 (None)."""
         if bf16 == self.bf16:
             return self
         return TileShape(self.name, self.bits, self.mr, self.nv, self.fma, self.loops, bf16)
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         products = f", {self.bf16} bf16 products" if self.bf16 else ""
         return f"TileShape({self.name!r}, {self.bits} bits, {self.mr} x {self.nv} vectors{products})"
 
@@ -67,18 +72,29 @@ PATHS = {
     "loops": TileShape("loops", 512, 4, 33, loops=True),
 }
 ENV_PATH = "ATTNCORE_JIT_PATH"
+PathName = Literal["avx512", "avx2", "portable", "loops"]  # the keys of PATHS
 
 
-def host_features():
+def host_features() -> dict[str, bool]:
     """The CPU features that Numba compiles for, {name: enabled}: its JIT codegen's feature
     string, which is NUMBA_CPU_FEATURES if set ("" for NUMBA_CPU_NAME=generic), else the
     host's with every avx* feature off when AVX is disabled (NUMBA_ENABLE_AVX=0, or
     Numba's default on CPU names such as sandybridge and nocona). Emitting an instruction
     outside them aborts the process in LLVM, so the paths and intrinsics follow these."""
+    return {f[1:]: f[0] == "+" for f in _target_features().split(",") if f}
+
+
+def _target_features():
+    """The feature string Numba's JIT target machine was made with: a private attribute of its
+    codegen (the truth), else, with a warning, what Numba's public functions say it uses."""
+    from numba.core import codegen, config
     from numba.core.registry import cpu_target
 
-    text = cpu_target.target_context.codegen()._tm_features  # what the target machine was made with
-    return {f[1:]: f[0] == "+" for f in text.split(",") if f}
+    text = getattr(cpu_target.target_context.codegen(), "_tm_features", None)
+    if text is None:
+        _warn_numba_moved("the JIT codegen's _tm_features", "numba.core.codegen.get_host_cpu_features()")
+        text = config.CPU_FEATURES if config.CPU_FEATURES is not None else codegen.get_host_cpu_features()
+    return text
 
 
 def _cpu_features():
@@ -91,7 +107,7 @@ def _cpu_features():
         return {}
 
 
-def host_path(features=None):
+def host_path(features: dict[str, bool] | None = None) -> PathName:
     """The path this CPU should run: avx512, avx2 (with FMA) or portable."""
     if features is None:
         return _host_path()

@@ -14,7 +14,8 @@ import numba
 import numpy as np
 
 from .._checks import causal_allowed, check_qkv, positive_int, prepare_attention, scores
-from .bf16 import products, round_to_bf16
+from .bf16 import round_to_bf16
+from .bf16_route import products
 from .compiling import _compute_dtype, _jit
 from .exponential import LN2, LOG2E
 from .isa import ENV_PATH, PATHS, TileShape, _resolve_path
@@ -143,12 +144,13 @@ class _KernelArgs(NamedTuple):
     narrow: TileShape  # shape.narrow, for the queries past a block's last full panel
 
 
-def _layout(q, k, v, causal, block_q, block_k, scale, path, precision="f32"):
-    """Every check of flash_attention's arguments but finiteness, and the _Layout of the call."""
-    # finiteness is left to the kernel: each thread of _flash sums x - x over its share of q, k, v
-    p = prepare_attention(q, k, v, causal=causal, scale=scale, check_finite=False)
+def _layout(q, k, v, causal, block_q, block_k, scale, path, precision="f32", grouped=False):
+    """Every check of flash_attention's arguments but finiteness, and the _Layout of the call
+    (grouped: enable_gqa with as many kv heads as query heads, checked as such)."""
+    # finiteness is left to the kernel: each thread of _flash finds the largest |entry| of its share of q, k, v
+    p = prepare_attention(q, k, v, causal=causal, scale=scale, check_finite=False, grouped=grouped)
     shape = PATHS[_resolve_path(path)]
-    shape = shape.with_bf16(products(precision, shape))  # bfloat16 products: bf16.py
+    shape = shape.with_bf16(products(precision, shape))  # bfloat16 products: bf16.py, bf16_route.py
     work = np.float32 if shape.bf16 else _compute_dtype(p.dtype)
     if block_q is None:
         starts = _block_starts(math.prod(p.batch), p.t_q, p.t_k, p.offset, numba.get_num_threads(), shape.name,
@@ -199,17 +201,17 @@ def _remembered(make, q, k, v, *settings):
     return layout
 
 
-def _prepare(q, k, v, causal, block_q, block_k, scale, path, precision="f32", unit=1):
+def _prepare(q, k, v, causal, block_q, block_k, scale, path, precision="f32", grouped=False, unit=1):
     """The kernel's _KernelArgs for a call of flash_attention and its _Layout; v divided by
     unit, a power of two (value_headroom), when the output is to be multiplied by it.
 
     The _Layout of each combination of shapes, dtypes and settings is worked out once
     and remembered, so a repeated call only reshapes its arrays and allocates the results:
-    Python run right after a kernel call is slow (its caches are cold), and at N = 1024
-    the checks took a tenth of the call. What depends on the values (NaN, inf, scores
+    Python run right after a kernel call is slow (its caches are cold), and at small N the
+    checks would be a sizeable part of the call. What depends on the values (NaN, inf, scores
     that overflow) is found by the kernel's pass over q, k and v (flash._run).
     """
-    layout = _remembered(_layout, q, k, v, causal, block_q, block_k, scale, path, precision)
+    layout = _remembered(_layout, q, k, v, causal, block_q, block_k, scale, path, precision, grouped)
     q, k, v = np.asarray(q), np.asarray(k), np.asarray(v)
     v = _flatten(v, layout.work, cols=layout.v_cols)
     count = layout.indices[0].size
@@ -223,6 +225,18 @@ def _prepare(q, k, v, causal, block_q, block_k, scale, path, precision="f32", un
         extremes=np.zeros((layout.settings.threads, 3), f"i{np.dtype(layout.work).itemsize}"),
         settings=layout.settings, shape=layout.shape, narrow=layout.shape.narrow)
     return arguments, layout
+
+
+def _refuse_mask_and_window(function, mask, window):
+    """attncore.jit's kernels mask with causal= alone: a mask or a window is refused, naming
+    what does take it."""
+    if mask is not None:
+        raise ValueError(f"attncore.jit.{function} takes no mask (its kernel masks only with causal=), got a mask "
+                         f"of shape {np.shape(mask)}; attncore.flash_attention(q, k, v, mask=...) or "
+                         f"attncore.attention(q, k, v, mask=...) take one")
+    if window is not None:
+        raise ValueError(f"attncore.jit.{function} takes no window (its kernel masks only with causal=), got "
+                         f"window={window!r}; attncore.flash_attention(q, k, v, causal=..., window=...) takes one")
 
 
 def _far_from_overflow(q_max, k_max, d_k, layout):

@@ -3,10 +3,12 @@ with a plain-loop twin (the "loops" path, and a reference to test against):
 
 * _tile_product: mr rows of a tile product, c = (column * c or 0) + a @ b, the mr x nr
   block of c in vector registers for the whole reduction (S = K qT, acc = alpha acc + V^T P);
+* _dot: the same product over words of bf16 pairs, on vdpbf16ps (bf16.py, flash_bf16.py);
 * _softmax_tile: one key tile of the online softmax for a panel, lane by lane.
 
 How the pieces fit (a stub with an @overload picks the body by TileShape at compile time):
   _flash_block -> _tile_product -> _product_zero | _product_max | _product_rescale | _product_loops
+  _flash_block_bf16 -> _dot -> _dot_zero | _dot_max | _dot_rescale
   _flash_block -> _softmax_tile -> _softmax_vectors | _softmax_loops
 """
 import numpy as np
@@ -14,7 +16,7 @@ from numba import types
 from numba.core import cgutils
 from numba.extending import intrinsic, overload
 
-from .bf16 import _round_row, round_vector
+from .bf16 import _dot_typer, _round_row, round_vector
 from .compiling import FASTMATH, _jit
 from .exponential import _exp2
 from .isa import _TileShapeType
@@ -118,6 +120,31 @@ def _overload_tile_product(a, ra, ka, b, c, rc, kc, column, mode, shape):
             _product_rescale(a, ra, ka, b, c, rc, kc, column, shape)
 
     return product
+
+
+_MODES = (PRODUCT_ZERO, PRODUCT_MAX, PRODUCT_RESCALE)
+_dot_zero = intrinsic(_dot_typer(PRODUCT_ZERO, _MODES))
+_dot_max = intrinsic(_dot_typer(PRODUCT_MAX, _MODES))
+_dot_rescale = intrinsic(_dot_typer(PRODUCT_RESCALE, _MODES))
+
+
+def _dot(a, ra, ka, b, c, rc, kc, column, scale, mode, shape):
+    """c[rc:rc+mr] = (column * c[rc:rc+mr] if PRODUCT_RESCALE else 0) + scale * a[ra:ra+mr, ka:ka+kc] . b[:kc]
+    over words of bf16 pairs (scale only for PRODUCT_ZERO and PRODUCT_MAX); PRODUCT_MAX also
+    takes column = max(column, those rows of c)."""
+
+
+@overload(_dot, jit_options={"fastmath": FASTMATH}, inline="always")
+def _overload_dot(a, ra, ka, b, c, rc, kc, column, scale, mode, shape):
+    def dot(a, ra, ka, b, c, rc, kc, column, scale, mode, shape):
+        if mode == PRODUCT_ZERO:
+            _dot_zero(a, ra, ka, b, c, rc, kc, column, scale, shape)
+        elif mode == PRODUCT_MAX:
+            _dot_max(a, ra, ka, b, c, rc, kc, column, scale, shape)
+        else:
+            _dot_rescale(a, ra, ka, b, c, rc, kc, column, scale, shape)
+
+    return dot
 
 
 def _softmax_codegen(context, builder, signature, args):

@@ -2,12 +2,14 @@
 key tile by key tile (a running max and sum), then one pass to normalise.
 """
 import math
+from typing import Any
 
 import numba
 import numpy as np
 from numba import prange
+from numpy.typing import ArrayLike
 
-from .._checks import as_float_array, positive_int, require_ndim
+from .._checks import FloatArray, as_float_array, as_mask, check_axis, old_positional, positive_int
 from .compiling import FASTMATH, _compute_dtype
 from .exponential import _exp
 
@@ -37,15 +39,29 @@ def _softmax(x, block_k, out):
             out[r, j] = _exp(row[j] - shift) / l if l > 0 else 0
 
 
-def softmax(x, block_k=1024):
-    """attncore.softmax over the last axis, tiled: x (..., n) -> same shape and dtype.
+def softmax(x: ArrayLike, *deprecated: Any, axis: int = -1, mask: ArrayLike | None = None,
+            block_k: int = 1024) -> FloatArray:
+    """attncore.softmax compiled, tiled: x (..., n, ...) -> same shape and dtype, normalised
+    along axis, with the same keyword tail (axis, mask: boolean, True = keep, broadcasting to x).
 
-    Scores may be -inf (masked); a row with no finite score gives all zeros.
+    Masked or -inf entries get weight exactly 0; a slice with nothing left gives all zeros.
+    block_k: entries per tile of the online softmax (the old second positional argument,
+    deprecated by position).
+
+    Raises
+    ------
+    ValueError
+        As attncore.softmax; also if block_k is not a positive integer.
     """
+    if deprecated:  # the old positional block_k, for one release
+        (block_k,) = old_positional(softmax, deprecated, block_k=block_k)
     x = as_float_array("x", x, allow_neg_inf=True)
-    require_ndim("x", x, 1, "(..., n)")
+    axis = check_axis(axis, x.shape)
     block_k = positive_int("block_k", block_k)
-    rows = np.require(x.reshape(math.prod(x.shape[:-1]), x.shape[-1]), _compute_dtype(x.dtype), "CW")
+    if mask is not None:
+        x = np.where(as_mask(mask, x.shape), x, -np.inf).astype(x.dtype, copy=False)
+    last = np.moveaxis(x, axis, -1)
+    rows = np.require(last.reshape(math.prod(last.shape[:-1]), last.shape[-1]), _compute_dtype(x.dtype), "CW")
     out = np.empty_like(rows)
     _softmax(rows, block_k, out)
-    return out.reshape(x.shape).astype(x.dtype, copy=False)
+    return np.moveaxis(out.reshape(last.shape), -1, axis).astype(x.dtype, copy=False)

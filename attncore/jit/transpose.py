@@ -2,9 +2,9 @@
 
 The kernels keep queries in the lanes (acc_t (d_v, nr), q_w (words, nr)) and the caller's
 arrays keep them in the rows, and the AMX tiles read V transposed: a plain Numba loop over
-such a copy reads or writes with a stride, about 3 cycles a word here. Packing q, k and v
-and finishing the rows took a quarter of the AMX block's time at N = 1024 (d = 64, one
-thread) with such loops, under a fifth with this. _transpose_block loads L rows of an
+such a copy reads or writes with a stride, several cycles a word, and packing q, k and v
+and finishing the rows would then take a large share of the AMX block's time.
+_transpose_block loads L rows of an
 L x L block (L: the lanes of the TileShape's vectors in the array's dtype), swaps one bit
 of the row index with the same bit of the lane index per round of shuffles (log2 L rounds
 of L two-vector shuffles), and stores the L columns as rows.

@@ -2,7 +2,7 @@
 
 One module per graded function, each ending in its FunctionSpec (SPEC); shared.py holds
 what they share. References are attncore's own: masks.causal(t_q, t_k,
-align="bottom_right"), masks.key_padding, masks.sliding_window and
+causal="bottom_right"), masks.key_padding, masks.sliding_window and
 softmax(scores, mask=mask).
 
 The three mask builders return booleans, so a wrong mask is recognised by

@@ -1,6 +1,6 @@
 """causal_mask(t_q, t_k) -> (t_q, t_k) bool: query i may attend to key j when
 j <= i + t_k - t_q (bottom-right alignment). Reference: masks.causal(t_q, t_k,
-align="bottom_right")."""
+causal="bottom_right")."""
 import numpy as np
 
 from attncore import masks
@@ -27,7 +27,7 @@ def _informative(mask):
 
 
 def causal_reference(t_q, t_k):
-    return masks.causal(t_q, t_k, align="bottom_right")
+    return masks.causal(t_q, t_k, causal="bottom_right")
 
 
 def _tri(t_q, t_k, c):

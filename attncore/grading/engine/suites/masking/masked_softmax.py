@@ -44,12 +44,12 @@ def _batch_with_padding(seed, lengths, t_q, t_k, dtype=np.float64, shift=-2.0):
 
 def _causal_scores(seed, t_q, t_k, dtype=np.float64, scale=2.0, shift=0.0):
     (s,) = arrays(seed, (t_q, t_k), scale=scale)
-    return scores_and_mask(s + shift, masks.causal(t_q, t_k, align="bottom_right"), dtype)
+    return scores_and_mask(s + shift, masks.causal(t_q, t_k, causal="bottom_right"), dtype)
 
 
 def _heads_shared_mask(seed):
     (s,) = arrays(seed, (2, 2, 3, 4), scale=1.5)
-    return scores_and_mask(s, masks.causal(3, 4, align="bottom_right"))
+    return scores_and_mask(s, masks.causal(3, 4, causal="bottom_right"))
 
 
 def _band(seed, t_q, t_k, width, dtype):
@@ -108,7 +108,7 @@ def _beyond_1e9():
 def _float32_near_1000():
     """float32 scores around +1000, every row at the same level: exp overflows, a max does not."""
     (s,) = arrays(13, (3, 5), scale=3.0)
-    return scores_and_mask(s + 1000.0, masks.causal(3, 5, align="bottom_right"), np.float32)
+    return scores_and_mask(s + 1000.0, masks.causal(3, 5, causal="bottom_right"), np.float32)
 
 
 SOFTMAX_CASES = {
