@@ -179,7 +179,7 @@ def test_the_worker_holds_no_grader_state(tmp_path):
         worker.exec("probe", "import sys\n"
                              "def loaded():\n"
                              "    return [m for m in sys.modules if m.startswith('attncore.grading')]")
-        outcome = worker.call("loaded", {}, (), False)
+        outcome = worker.call("loaded", {}, False)
     finally:
         worker.close()
     assert "attncore.grading.engine" not in outcome.returned
@@ -190,7 +190,7 @@ def test_a_cell_that_hangs_stops_only_itself(tmp_path):
     code = [("a", "x = 1"), ("b", "while True:\n    pass"), ("c", "def f(Q, K):\n    return x")]
     with Session(code, tmp_path, time_limit=2) as session:
         assert "did not finish" in session.load_problems["b"]
-        outcome = session.worker.call("f", {"Q": np.zeros(1), "K": np.zeros(1)}, (), False)
+        outcome = session.worker.call("f", {"Q": np.zeros(1), "K": np.zeros(1)}, False)
     assert outcome.returned == 1
 
 

@@ -42,7 +42,7 @@ def ask(source):
     try:
         reply = worker.exec("probe", source + "\ndef probe():\n    return __import__('json').dumps(seen)\n")
         assert not reply["raised"], reply
-        return json.loads(worker.call("probe", {}, (), False).returned)
+        return json.loads(worker.call("probe", {}, False).returned)
     finally:
         worker.close()
 
@@ -135,7 +135,7 @@ def grow(x):
     x[0] = big.sum()
     return x
 """)
-        outcome = worker.call("grow", {"x": np.zeros(3)}, (), True)
+        outcome = worker.call("grow", {"x": np.zeros(3)}, True)
     finally:
         worker.close()
     assert 30e6 < outcome.peak_bytes < 60e6, outcome.peak_bytes

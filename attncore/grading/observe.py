@@ -10,7 +10,9 @@ While the function runs:
   their code is swapped for the call, and guard_library keeps learner code from
   copying that code or re-running attncore's modules to get fresh copies. The swap is
   process-wide, not per thread: a thread the learner's code started sees the tripwires
-  too, which is what the worker relies on when it keeps them tripped after a call;
+  too. The grading worker goes further (seal_library): once a notebook's cells have run,
+  every attncore function but those the exercise allows raises ForbiddenCall for good,
+  so what an exercise forbids is what it computes, not a list of names;
 - warnings are recorded and printed output is captured: both become notes, never
   mistakes (a RuntimeWarning from log(0) is how the additive-mask idiom works);
 - allocations are traced with tracemalloc when memory is measured; the function's own
@@ -23,10 +25,12 @@ import sys
 import tracemalloc
 import types
 import warnings
+from pathlib import Path
 
 MAX_NOTE_CHARS = 300
 _LIBRARY = {}  # "masks.causal" -> (the function, its own code), as attncore defined them
 _READ = {"modules": None, "reached": {}}  # the modules _LIBRARY was read from; trip's answers for them
+_SEALED = {"folder": None}  # attncore's folder, once seal_library ran: its code runs no more
 
 
 class ForbiddenCall(Exception):
@@ -161,11 +165,61 @@ def guard_library():
                 or event == "function.__new__" and id(args[0]) in codes \
                 or event == "code.__new__" and args[0] in bytecodes \
                 or event == "exec" and getattr(args[0], "co_name", None) == "<module>" \
-                and args[0].co_filename in loaded:
+                and (args[0].co_filename in loaded or _sealed_away(args[0].co_filename)):
             raise PermissionError(f"{event}: attncore's own code cannot be read, copied or run "
                                   f"again while your code is graded")
 
     sys.addaudithook(hook)
+
+
+def seal_library(allowed, forbidden=()):
+    """For good: every attncore function of every module loaded (public or private; the
+    grading package aside) raises ForbiddenCall, but those named in allowed ("softmax",
+    "invariants.default_atol", "feature_maps.*" for a whole module; None: every public
+    one) and what they call, so that an allowed function still works; the forbidden names
+    raise in any case; and no attncore module that is not loaded yet can be loaded, by
+    import or by running its file. Returns the names of the functions tripped."""
+    import attncore
+
+    library = library_functions()
+    keep = {library[name][0] for name in library if _allowed(name, allowed)}
+    banned = {library[name][0] for name in forbidden if name in library}
+    code_of = {id(function): code for function, code in library.values()}
+    kept = {id(function) for function in _reach(keep - banned, code_of, stop=banned)}
+    names = {}  # a function's shortest name: how its refusal names it
+    for key, (function, _) in library.items():
+        if id(function) not in kept:
+            names.setdefault(id(function), []).append(key)
+    for keys in names.values():
+        name = min(keys, key=lambda key: (key.count("."), key))
+        library[name][0].__code__ = _refusal_code(name)
+    _SEALED["folder"] = str(Path(attncore.__file__).resolve().parent)
+    sys.meta_path.insert(0, _NoNewModules())
+    return sorted(key for keys in names.values() for key in keys)
+
+
+def _allowed(name, allowed):
+    module, _, function = name.rpartition(".")
+    if allowed is None:
+        return not function.startswith("_")
+    return name in allowed or bool(module) and f"{module}.*" in allowed
+
+
+def _sealed_away(filename):
+    """Whether filename is attncore's own code (not the grading package's), once sealed."""
+    folder = _SEALED["folder"]
+    return folder is not None and str(filename).startswith(folder + "/") \
+        and not str(filename).startswith(folder + "/grading/")
+
+
+class _NoNewModules:
+    """A finder, first on sys.meta_path once sealed: an attncore module not loaded yet
+    cannot be imported (its functions were never tripped)."""
+
+    def find_spec(self, name, path=None, target=None):
+        if name.partition(".")[0] == "attncore" and not name.startswith("attncore.grading"):
+            raise ForbiddenCall(f"import {name}")
+        return None
 
 
 def trip(names):

@@ -4,7 +4,9 @@ nbgrader_config.py at the repository root merges course_config(root). Autograde 
 nbgrader's own default pipeline with three changes:
 - its Execute preprocessor (which would run the learner's code in the process that
   grades it) is replaced by GradeOutOfProcess, so the scores and the feedback come from
-  course.runner and nbgrader's SaveAutoGrades records them as usual;
+  course.runner and nbgrader's SaveAutoGrades records them as usual (but for a cell the
+  grader itself failed on, which LeaveGraderErrorsToTheInstructor leaves for manual
+  grading);
 - its sanitising steps start with NormaliseMetadata (course.normalise), so that no
   metadata a submission holds stops nbgrader's checks;
 - its exporter is course.contain's, so that a submission that cannot be graded is
@@ -64,10 +66,10 @@ def _nbgrader_templates():
 def course_config(root):
     """The nbgrader Config for a course rooted at `root` (creates root/.nbgrader)."""
     from nbgrader.converters import Autograde
-    from nbgrader.preprocessors import Execute
+    from nbgrader.preprocessors import Execute, SaveAutoGrades
 
     from .contain import ContainedExporter
-    from .preprocessors import GradeOutOfProcess, NormaliseMetadata
+    from .preprocessors import GradeOutOfProcess, LeaveGraderErrorsToTheInstructor, NormaliseMetadata
 
     root = os.path.abspath(root)
     work = os.path.join(root, WORK)
@@ -93,7 +95,9 @@ def course_config(root):
     c.ClearSolutions.text_stub = "YOUR ANSWER HERE"
     default = Autograde.class_traits()["autograde_preprocessors"].default()
     c.Autograde.autograde_preprocessors = [
-        GradeOutOfProcess if step is Execute else step for step in default]
+        replaced for step in default for replaced in
+        ([GradeOutOfProcess] if step is Execute else
+         [step, LeaveGraderErrorsToTheInstructor] if step is SaveAutoGrades else [step])]
     c.Autograde.sanitize_preprocessors = [
         NormaliseMetadata, *Autograde.class_traits()["sanitize_preprocessors"].default()]
     c.Autograde.exporter_class = ContainedExporter
