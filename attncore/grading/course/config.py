@@ -69,6 +69,7 @@ def course_config(root):
     from nbgrader.preprocessors import Execute, SaveAutoGrades
 
     from .contain import ContainedExporter
+    from .pages import markdown2html
     from .preprocessors import GradeOutOfProcess, LeaveGraderErrorsToTheInstructor, NormaliseMetadata
 
     root = os.path.abspath(root)
@@ -86,11 +87,17 @@ def course_config(root):
     # nbgrader joins the course root to this itself: an absolute path would get it twice.
     c.ZipCollectApp.downloaded_directory = f"{WORK}/downloaded"
     c.FileNameCollectorPlugin.named_regexp = ZIP_FILE_NAME
-    c.HTMLExporter.template_name = "attncore_feedback"
-    c.HTMLExporter.extra_template_basedirs = [str(TEMPLATES), _nbgrader_templates()]
+    # The feedback page's exporter only (formgrader's keeps its own grading page).
+    c.GenerateFeedback.HTMLExporter.template_name = "attncore_feedback"
+    c.GenerateFeedback.HTMLExporter.extra_template_basedirs = [str(TEMPLATES), _nbgrader_templates()]
     # the page, which extends nbgrader's feedback page (index.html.j2) under its own name
-    c.HTMLExporter.template_file = "feedback.html.j2"
-    c.HTMLExporter.filters = {"offline_mathjax": offline_mathjax, "test_cell": name_test_cell}
+    c.GenerateFeedback.HTMLExporter.template_file = "feedback.html.j2"
+    # Every page nbgrader renders of a submission (feedback, formgrader's) shows what the
+    # learner wrote as text: their Markdown (course.pages), raw cells and outputs are
+    # sanitised, so no script of theirs runs in the instructor's browser.
+    c.HTMLExporter.filters = {"offline_mathjax": offline_mathjax, "test_cell": name_test_cell,
+                              "markdown2html": markdown2html}
+    c.HTMLExporter.sanitize_html = True
     c.ClearSolutions.code_stub = {"python": "# YOUR CODE HERE\nraise NotImplementedError()"}
     c.ClearSolutions.text_stub = "YOUR ANSWER HERE"
     default = Autograde.class_traits()["autograde_preprocessors"].default()
