@@ -61,17 +61,17 @@ class CallMemory:
         """Why the worker process alone cannot stand for the sandbox now, or None."""
         if self.pid is None:
             return "the grader does not know the process running your code"
-        filters = seccomp.filters_of(self.pid)
-        if filters is None or filters < seccomp.FILTERS_SEALED:
-            return "process creation is not refused in the process running your code here"
-        if self.others():
-            return "other processes were running beside the one running your code"
         try:
             state = self._status("State", text=True)
         except (OSError, ValueError):
             return "the process running your code has no memory figures"
         if state.startswith("Z"):
             return "the process running your code had ended its main thread"
+        filters = seccomp.filters_of(self.pid)
+        if filters is None or filters < seccomp.FILTERS_SEALED:
+            return "process creation is not refused in the process running your code here"
+        if self.others():
+            return "other processes were running beside the one running your code"
         return None
 
     def _status(self, field, text=False):

@@ -53,7 +53,7 @@ class Budget:
     seconds: float = NOTEBOOK_SECONDS
     restarts: int = RESTARTS
     started: float = field(default_factory=time.monotonic)
-    restarted: int = 0
+    restarted: int = 0  # times a start after the first was asked for (one more than allowed: spent)
 
     def left(self) -> float:
         return self.seconds - (time.monotonic() - self.started)
@@ -63,10 +63,10 @@ class Budget:
         if self.left() <= 0:
             return (f"this notebook used its whole grading time of {self.seconds:g} s (its cells "
                     f"and calls together), so the rest of it was not run")
-        if self.restarted >= self.restarts:
-            return (f"the process running this notebook's code stopped {self.restarted + 1} times, "
-                    f"and it is not started again more than {self.restarts} times, so the rest "
-                    f"of it was not run")
+        if self.restarted > self.restarts:
+            most = "once" if self.restarts == 1 else f"{self.restarts} times"
+            return (f"the process running this notebook's code stopped {self.restarted} times, "
+                    f"and it is not started again more than {most}, so the rest of it was not run")
         return ""
 
 
