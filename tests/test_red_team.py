@@ -5,6 +5,7 @@ forbids, or reaches the instructor's terminal. The earlier red team's attempts a
 tests/test_tamper.py and tests/test_sandbox.py.
 """
 import copy
+import dataclasses
 import json
 import os
 import shutil
@@ -379,10 +380,53 @@ def test_the_instructors_pages_show_a_learners_script_as_text(tmp_path):
                 assert ran is None, f"the learner's {ran} ran in {page_file.name}"
                 text = page.inner_text("body")
                 assert "XSS-MD" in text and "<script>" in text, page_file.name
-                if typeset:
-                    assert page.locator("mjx-container").count() > 0, "the answer's math is not typeset"
+                if typeset:  # by MathJax in the page, or as MathML written when it was made
+                    assert page.locator("mjx-container, math").count() > 0, "the answer's math is not typeset"
                 else:
                     assert r"\sum_j w_{ij} = 1" in text
                 page.close()
         finally:
             browser.close()
+
+
+# ---------------------------------------------------------------- code review N1, through nbgrader
+
+@pytest.mark.xdist_group("red-team-metadata")
+def test_a_grader_error_is_left_for_manual_grading_not_scored_zero(tmp_path, monkeypatch):
+    """A reference that raises: autograde's own preprocessors (run here, in this process,
+    where the reference can be broken) write the cell as a grader error that says so, and
+    leave its grade to the instructor (no automatic score, needs manual grading)."""
+    from nbgrader.api import Gradebook
+
+    from attncore.grading.course.preprocessors import GradeOutOfProcess, LeaveGraderErrorsToTheInstructor
+    from attncore.grading.engine import SPECS
+
+    course = Course(tmp_path, [ASSIGNMENT])
+    course.generate(ASSIGNMENT)
+    course.submit(ASSIGNMENT, "student", submission(ASSIGNMENT))
+    course.autograde(ASSIGNMENT)
+    monkeypatch.setitem(SPECS, "softmax", dataclasses.replace(
+        SPECS["softmax"], reference=lambda scores: {}["a bug of the grader's"]))
+    monkeypatch.delenv("ATTNCORE_STRICT_DETECTORS", raising=False)
+    db_url = f"sqlite:///{course.root / WORK / 'gradebook.db'}"
+    resources = {"nbgrader": {"db_url": db_url, "notebook": ASSIGNMENT, "assignment": ASSIGNMENT,
+                              "student": "student"}}
+    notebook = nbformat.read(course.autograded(ASSIGNMENT, "student"), as_version=4)
+    notebook, resources = GradeOutOfProcess(sandbox="none").preprocess(notebook, resources)
+    LeaveGraderErrorsToTheInstructor().preprocess(notebook, resources)
+
+    outputs = {c.metadata["nbgrader"]["grade_id"]: c.outputs for c in notebook.cells
+               if c.metadata.get("nbgrader", {}).get("grade") and c.cell_type == "code"}
+    for grade_id, cell_outputs in outputs.items():
+        failed = grade_id.startswith("softmax-")
+        assert [o.get("ename") for o in cell_outputs] == (["GraderError"] if failed else [None])
+        if failed:
+            assert "grader error: tell your instructor" in cell_outputs[0].evalue
+    with Gradebook(db_url) as gradebook:
+        grades = {g.name: g for g in gradebook.find_submission_notebook(
+            ASSIGNMENT, ASSIGNMENT, "student").grades}
+        for grade_id in outputs:
+            if grade_id.startswith("softmax-"):
+                assert grades[grade_id].auto_score is None and grades[grade_id].needs_manual_grade
+            else:
+                assert grades[grade_id].auto_score == grades[grade_id].max_score

@@ -27,9 +27,12 @@ def markdown2html(context, source: str) -> str:
     html = MarkdownWithMath(renderer=IPythonRenderer(
         escape=False, attachments=cell.get("attachments", {}),
         path=context.get("resources", {}).get("metadata", {}).get("path", ""))).render(source)
-    if cell.get("metadata", {}).get("nbgrader", {}).get("locked"):
-        return html
-    return learner_html(html)
+    return learner_html(html) if is_learners(cell) else html
+
+
+def is_learners(cell: dict) -> bool:
+    """Whether a cell's text may be a learner's: any cell the instructor did not lock."""
+    return not cell.get("metadata", {}).get("nbgrader", {}).get("locked")
 
 
 def learner_html(html: str) -> str:
