@@ -25,6 +25,7 @@ import sys
 import tracemalloc
 import types
 import warnings
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
 MAX_NOTE_CHARS = 300
@@ -37,7 +38,8 @@ class ForbiddenCall(Exception):
     """The learner's function called an attncore function the exercise does not allow."""
 
 
-def observe(function, arguments, forbidden=(), measure_memory=False):
+def observe(function: Callable, arguments: dict, forbidden: Iterable[str] = (),
+            measure_memory: bool = False) -> dict:
     """Call function(*arguments.values()); return a dict with the fields of engine.Outcome.
 
     arguments: a dict in parameter order, which the call may modify (they are reported back
@@ -56,7 +58,7 @@ def observe(function, arguments, forbidden=(), measure_memory=False):
             "peak_bytes": peak(), "notes": tuple(notes)}
 
 
-def shorten(text, limit=MAX_NOTE_CHARS):
+def shorten(text: object, limit: int = MAX_NOTE_CHARS) -> str:
     """One line of at most limit characters."""
     text = " ".join(str(text).split())
     return text if len(text) <= limit else text[:limit - 3] + "..."
@@ -70,21 +72,21 @@ class RoutedStream(io.TextIOBase):
     call that is running, not into a buffer read long ago.
     """
 
-    def __init__(self, original):
+    def __init__(self, original: io.TextIOBase) -> None:
         self.original = self.target = original
 
-    def write(self, text):
+    def write(self, text: str) -> int:
         return self.target.write(text)
 
-    def flush(self):
+    def flush(self) -> None:
         self.target.flush()
 
-    def writable(self):
+    def writable(self) -> bool:
         return True
 
 
 @contextlib.contextmanager
-def captured_as_notes(notes):
+def captured_as_notes(notes: list) -> Iterator[None]:
     """Record warnings and captured stdout/stderr as notes for the learner."""
     out, err = io.StringIO(), io.StringIO()
     with warnings.catch_warnings(record=True) as caught, _routed_to(out, err):
@@ -121,7 +123,7 @@ def _routed_to(out, err):
             stream.target = stream.original
 
 
-def library_functions():
+def library_functions() -> dict[str, tuple]:
     """{name: (function, its code)} for attncore's functions as tripwires name them
     ("softmax", "masks.causal"), from every attncore module loaded so far. The modules are
     read again only when one was loaded or gained a name since the last read."""
@@ -147,7 +149,7 @@ def library_functions():
     return _LIBRARY
 
 
-def guard_library():
+def guard_library() -> None:
     """From now on, for good (an audit hook cannot be removed): attncore's functions cannot
     be read for their code, their code cannot be copied into new functions, and its modules
     cannot be run again (importlib.reload, a fresh spec of the same file), so that no fresh
@@ -172,7 +174,7 @@ def guard_library():
     sys.addaudithook(hook)
 
 
-def seal_library(allowed, forbidden=()):
+def seal_library(allowed: Iterable[str] | None, forbidden: Iterable[str] = ()) -> list[str]:
     """For good: every attncore function of every module loaded (public or private; the
     grading package aside) raises ForbiddenCall, but those named in allowed ("softmax",
     "invariants.default_atol", "feature_maps.*" for a whole module; None: every public
@@ -222,7 +224,7 @@ class _NoNewModules:
         return None
 
 
-def trip(names):
+def trip(names: Iterable[str]) -> list[str]:
     """From now on, the named attncore functions ("softmax", "masks.causal") raise
     ForbiddenCall wherever they are held (their code is swapped for a refusal), and so do
     the attncore functions that only they reach (a private core such as the softmax's),
@@ -238,7 +240,7 @@ def trip(names):
     return tripped
 
 
-def untrip(names):
+def untrip(names: Iterable[str]) -> None:
     """Give the named functions their own code back."""
     library = library_functions()
     for name in names:

@@ -30,7 +30,7 @@ _COUNTER = itertools.count()
 class Group:
     """The group(s) of one sandbox: one folder per hierarchy (v1: memory and pids; v2: one)."""
 
-    def __init__(self, folders, version, memory_bytes, tasks):
+    def __init__(self, folders: list[Path], version: int, memory_bytes: int, tasks: int) -> None:
         self.folders, self.version = folders, version
         self.memory_bytes, self.tasks = memory_bytes, tasks
         self._peak_file = None

@@ -12,6 +12,8 @@ Two ways, in this order; the figure the worker could report is never used for a 
 
 When neither holds, peak() is None and why says why: the case fails as unmeasured.
 """
+from collections.abc import Callable
+
 from . import seccomp
 from .cgroups import Group
 
@@ -19,7 +21,8 @@ from .cgroups import Group
 class CallMemory:
     """Measures the peak of one call at a time (start(), then peak())."""
 
-    def __init__(self, pid: int | None, group: Group | None, others=lambda: []):
+    def __init__(self, pid: int | None, group: Group | None,
+                 others: Callable[[], list[int]] = list) -> None:
         self.pid, self.group, self.others = pid, group, others
         self.baseline, self.how, self.why = None, None, ""
 

@@ -11,6 +11,7 @@ Math stays text, which MathJax typesets on the page.
 """
 import bleach
 from jinja2 import pass_context
+from jinja2.runtime import Context
 from nbconvert.filters.markdown_mistune import IPythonRenderer, MarkdownWithMath
 
 LEARNER_TAGS = {"p", "br", "hr", "h1", "h2", "h3", "h4", "h5", "h6", "em", "strong", "b",
@@ -21,7 +22,7 @@ LEARNER_PROTOCOLS = {"http", "https", "mailto"}
 
 
 @pass_context
-def markdown2html(context, source: str) -> str:
+def markdown2html(context: Context, source: str) -> str:
     """HTML of a Markdown cell; a learner's cleaned of everything but LEARNER_TAGS."""
     cell = context.get("cell") or {}
     html = MarkdownWithMath(renderer=IPythonRenderer(

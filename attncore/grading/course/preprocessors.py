@@ -2,6 +2,7 @@
 grading metadata before nbgrader checks it, one grades it out of process, one leaves a
 cell the grader itself failed on for the instructor to grade."""
 import nbformat
+from nbformat import NotebookNode
 from nbgrader.api import Gradebook
 from nbgrader.preprocessors import NbGraderPreprocessor
 from traitlets import Enum, Float, Integer
@@ -79,7 +80,7 @@ class NormaliseMetadata(NbGraderPreprocessor):
     (course.normalise), so that nbgrader's own checks never stop on a submission and
     score only the instructor's cells."""
 
-    def preprocess(self, nb, resources):
+    def preprocess(self, nb: NotebookNode, resources: dict) -> tuple[NotebookNode, dict]:
         info = resources["nbgrader"]
         known = gradebook_cells(info["db_url"], info["notebook"], info["assignment"])
         for repair in normalise(nb.cells, known):
@@ -87,7 +88,7 @@ class NormaliseMetadata(NbGraderPreprocessor):
         return nbformat.from_dict(nb), resources
 
 
-def gradebook_cells(db_url, notebook, assignment):
+def gradebook_cells(db_url: str, notebook: str, assignment: str) -> dict[str, Known]:
     """{grade id: Known} of every cell the gradebook holds for one notebook."""
     with Gradebook(db_url) as gradebook:
         source = gradebook.find_notebook(notebook, assignment)
@@ -107,7 +108,7 @@ class LeaveGraderErrorsToTheInstructor(NbGraderPreprocessor):
     score and needs manual grading (formgrader shows it), instead of a zero the learner
     did not earn."""
 
-    def preprocess(self, nb, resources):
+    def preprocess(self, nb: NotebookNode, resources: dict) -> tuple[NotebookNode, dict]:
         failed = resources.get(GRADER_ERRORS, [])
         if not failed:
             return nb, resources

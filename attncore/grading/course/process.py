@@ -18,6 +18,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -74,7 +75,8 @@ class Worker:
     """One worker process (in a sandbox, or not), the pipes to it, and what the grader
     measures of it from outside."""
 
-    def __init__(self, cwd, time_limit: float, sandboxed: bool = False, budget: Budget | None = None):
+    def __init__(self, cwd: str | os.PathLike, time_limit: float, sandboxed: bool = False,
+                 budget: Budget | None = None) -> None:
         self.time_limit, self.sandboxed = time_limit, sandboxed
         self.budget = budget or Budget()
         to_worker_read, self._to_worker = os.pipe()
@@ -121,13 +123,14 @@ class Worker:
     def exec(self, name: str, source: str) -> dict:
         return self._ask({"op": "exec", "name": name, "source": source})
 
-    def seal(self, allowed, forbidden) -> dict:
+    def seal(self, allowed: Iterable[str] | None, forbidden: Iterable[str]) -> dict:
         """From now on the worker starts no process and attncore is out of reach but for
         `allowed` (None: all of it), and `forbidden` in any case (course.worker)."""
         return self._ask({"op": "seal", "allowed": None if allowed is None else sorted(allowed),
                           "forbidden": sorted(forbidden)})
 
-    def call(self, function: str, arguments: dict, measure_memory: bool, stand_ins=()) -> Outcome:
+    def call(self, function: str, arguments: dict, measure_memory: bool,
+             stand_ins: Sequence[dict] = ()) -> Outcome:
         """The Outcome of one call; NotDefined when the notebook has no such function.
         stand_ins: [{"name", "source", "entry"}] to replace the notebook's functions of
         those names during the call (course.worker)."""

@@ -18,6 +18,7 @@ import os
 import secrets
 import textwrap
 import traceback
+from collections.abc import Iterable
 from dataclasses import replace
 
 import numpy as np
@@ -50,15 +51,16 @@ class GraderError(Exception):
     """The grader failed (a case, a reference, a diagnosis): no verdict on the learner."""
 
 
-def test_cells(cells):
+def test_cells(cells: list) -> list[tuple[str, dict]]:
     """[(grade_id, cell)] of the graded code cells that are tests, not solutions."""
     return [(cell["metadata"]["nbgrader"]["grade_id"], cell) for cell in cells
             if cell["cell_type"] == "code" and _nbgrader(cell).get("grade")
             and not _nbgrader(cell).get("solution")]
 
 
-def grade_notebook(cells, cwd=".", time_limit=TIME_LIMIT, sandbox="auto", seed=None,
-                   seconds=NOTEBOOK_SECONDS, restarts=RESTARTS) -> dict[str, CellVerdict]:
+def grade_notebook(cells: list, cwd: str | os.PathLike = ".", time_limit: float = TIME_LIMIT,
+                   sandbox: str = "auto", seed: int | None = None, seconds: float = NOTEBOOK_SECONDS,
+                   restarts: int = RESTARTS) -> dict[str, CellVerdict]:
     """{grade_id: CellVerdict} for every test cell of a notebook.
 
     cells: the notebook's cells as dicts (nbformat nodes work) with cell_type, source and
@@ -99,7 +101,7 @@ def _notebook_order(grade_id):
             suites.index(suite) if suite in suites else len(suites))
 
 
-def resolve_sandbox(choice):
+def resolve_sandbox(choice: str) -> bool:
     """True to sandbox, False not to, for a choice of SANDBOX_CHOICES."""
     if choice not in SANDBOX_CHOICES:
         raise ValueError(f"sandbox must be one of {SANDBOX_CHOICES}, got {choice!r}")
@@ -118,8 +120,9 @@ class Session:
     """A worker with the notebook's code loaded and sealed, restarted whenever it stops,
     while the notebook's budget lasts."""
 
-    def __init__(self, code, cwd, time_limit, sandboxed=False, seed=None, forbidden=(),
-                 allowed=None, budget=None):
+    def __init__(self, code: list[tuple[str, str]], cwd: str | os.PathLike, time_limit: float,
+                 sandboxed: bool = False, seed: int | None = None, forbidden: Iterable[str] = (),
+                 allowed: Iterable[str] | None = None, budget: Budget | None = None) -> None:
         self.code, self.cwd, self.time_limit = code, cwd, time_limit
         self.sandboxed, self.seed = sandboxed, seed
         self.forbidden = forbidden  # what the notebook's exercises forbid by name, always
@@ -141,7 +144,7 @@ class Session:
         if self.worker is not None:
             self.worker.close()
 
-    def grade(self, grade_id):
+    def grade(self, grade_id: str) -> CellVerdict:
         """The verdict of one test cell."""
         parsed = parse_grade_id(grade_id)
         if parsed is None or parsed[0] not in SPECS or parsed[1] not in SPECS[parsed[0]].suites:

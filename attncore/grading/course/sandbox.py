@@ -29,6 +29,7 @@ import signal
 import subprocess
 import sys
 from pathlib import Path
+from typing import IO
 
 import attncore
 
@@ -59,13 +60,13 @@ class SandboxUnavailable(RuntimeError):
     """No sandbox can start here; the message says why."""
 
 
-def bwrap():
+def bwrap() -> str | None:
     """The bubblewrap binary, or None."""
     return os.environ.get("ATTNCORE_BWRAP") or shutil.which("bwrap")
 
 
 @functools.lru_cache(maxsize=1)
-def available():
+def available() -> str | None:
     """None when a sandbox starts here, else why not (one trial run, cached)."""
     if not sys.platform.startswith("linux"):
         return f"bubblewrap sandboxes need Linux (this is {sys.platform})"
@@ -87,7 +88,7 @@ def available():
     return None
 
 
-def command(arguments, info_fd=None):
+def command(arguments: list[str], info_fd: int | None = None) -> list[str]:
     """The command line that runs `python ARGUMENTS` inside a fresh sandbox, with the
     grader's interpreter (not a virtual environment's launcher, which the sandbox lacks:
     the site-packages are given by PYTHONPATH, and -S keeps .pth files out).
@@ -125,7 +126,7 @@ def command(arguments, info_fd=None):
 
 
 @functools.lru_cache(maxsize=1)
-def launch_options():
+def launch_options() -> dict:
     """subprocess options for bwrap: as the grader, unless the grader is root and no
     control group caps the sandbox's processes (course.cgroups); then as an unprivileged
     user, whom the kernel holds to the process limit (it does not hold root to it)."""
@@ -136,7 +137,7 @@ def launch_options():
     return {"user": OUTSIDE_UID, "group": OUTSIDE_UID, "extra_groups": []}
 
 
-def read_child_pid(stream):
+def read_child_pid(stream: IO[str]) -> int | None:
     """The worker's PID from bwrap's --info-fd stream (None when bwrap wrote nothing)."""
     try:
         return int(json.loads(stream.read() or "{}")["child-pid"])
@@ -144,7 +145,7 @@ def read_child_pid(stream):
         return None
 
 
-def end_other_processes(pid):
+def end_other_processes(pid: int) -> None:
     """Kill every process in the sandbox whose PID 1 is `pid` (as the grader sees it), but
     that one: whatever a cell or a call started ends when it returns. Orphans in a PID
     namespace become children of its PID 1, so its descendants are all of them."""
@@ -157,7 +158,7 @@ def end_other_processes(pid):
                 os.kill(child, signal.SIGKILL)
 
 
-def descendants(pid):
+def descendants(pid: int) -> list[int]:
     """The live processes below pid (zombies hold nothing, and their children are
     reparented to the sandbox's PID 1)."""
     found, todo = [], [pid]

@@ -32,7 +32,7 @@ class NotAnAssignment(ValueError):
     """The path is not a notebook of one of the course's assignments."""
 
 
-def main(argv=None):
+def main(argv: list[str] | None = None) -> int:
     """The attncore-check command: grade a saved notebook, print the report (or --json),
     exit 0 for full automatic marks, 1 otherwise, 2 for a notebook it cannot grade."""
     parser = argparse.ArgumentParser(
@@ -80,7 +80,7 @@ def _print(text):
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
 
 
-def locate(name):
+def locate(name: str) -> Path:
     """The notebook a learner means: a path, or an assignment's name or file name looked
     for in the current folder, the learner's copy my-exercises/ (from the repository root,
     before the untouched exercises/), exercises/ and their assignment folders."""
@@ -97,7 +97,7 @@ def locate(name):
                           f"{', '.join(str(c) for c in candidates)})")
 
 
-def identify(notebook, path):
+def identify(notebook: dict, path: Path) -> str:
     """The assignment a notebook belongs to: the one whose graded functions it all has."""
     ids = {cell.get("metadata", {}).get("nbgrader", {}).get("grade_id")
            for cell in notebook.get("cells", [])}
@@ -109,7 +109,7 @@ def identify(notebook, path):
         f"({', '.join(ASSIGNMENTS)}): none has all of its graded cells")
 
 
-def grade(path, seed=None):
+def grade(path: str | Path, seed: int | None = None) -> tuple[str, list, list, list[str]]:
     """(assignment, [(grade_id, points, CellVerdict)] for every suite of the assignment,
     [(grade_id, points)] of the written answers, graded by hand, [the repairs made to the
     notebook's grading metadata, as autograde makes them]); seed: the draw of the hidden
@@ -136,7 +136,7 @@ def grade(path, seed=None):
     return assignment, grades, written, repairs
 
 
-def read_notebook(path):
+def read_notebook(path: Path) -> dict:
     """The notebook at path as JSON, when it is one nbgrader could grade; NotAnAssignment
     with the reason autograde records (course.contain) when it is not."""
     try:
@@ -158,7 +158,7 @@ def read_notebook(path):
     return notebook
 
 
-def known_cells(assignment, cells):
+def known_cells(assignment: str, cells: list[dict]) -> dict[str, Known]:
     """{grade id: Known}: what the self-check knows of the assignment's cells with no
     gradebook: its functions' solution and test cells from the installed suites (an id
     that names one of its functions and no suite is not the assignment's); any other cell
@@ -190,7 +190,7 @@ def _graded(name, functions):
     return name in functions or parsed is not None and parsed[0] in functions
 
 
-def report(assignment, grades, written=(), repairs=()):
+def report(assignment: str, grades: list, written: list = (), repairs: list[str] = ()) -> tuple[str, bool]:
     """The printed table, what was repaired in the notebook's grading metadata, and the
     feedback of the first failing test of each function. The feedback column wraps to the
     terminal's width."""
@@ -227,7 +227,7 @@ def report(assignment, grades, written=(), repairs=()):
     return "\n".join(lines), full
 
 
-def misconception_of(function, verdict):
+def misconception_of(function: str, verdict: CellVerdict) -> str | None:
     """The catalogued misconception a failed verdict names, or None (passed, not written,
     did not finish, a mistake no catalogue entry explains)."""
     if verdict.passed:
@@ -236,7 +236,8 @@ def misconception_of(function, verdict):
     return verdict.misconception if verdict.misconception in names else None
 
 
-def as_json(path, assignment, grades, written, seed, repairs=()):
+def as_json(path: Path, assignment: str, grades: list, written: list, seed: int,
+            repairs: list[str] = ()) -> dict:
     """The self-check's result as a JSON-ready dict: per function and per suite, points,
     max_points, passed and misconception (the first failing suite's, for a function), the
     wrong functions a suite was graded again without (graded_with_reference), and the

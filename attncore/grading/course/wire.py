@@ -36,7 +36,7 @@ NUMERIC = "biufc"  # dtype kinds a graded function may return
 class Opaque:
     """A value that cannot travel (a function, an object array, ...): only its type is known."""
 
-    def __init__(self, type_name):
+    def __init__(self, type_name: str) -> None:
         self.type_name = type_name
 
     def __repr__(self):

@@ -26,6 +26,7 @@ import contextlib
 import os
 import sys
 import traceback
+from collections.abc import Iterator
 
 import numpy as np
 
@@ -46,7 +47,7 @@ SANDBOXED_LIMITS = {"RLIMIT_NPROC": 256}
 LOAD_ERROR_LINES = 3  # lines of a cell shown under the error it raised when loaded
 
 
-def main(in_fd, out_fd, arena_fd=None, arena_bytes=0):
+def main(in_fd: int, out_fd: int, arena_fd: int | None = None, arena_bytes: int = 0) -> None:
     _set_hard_limits()
     seccomp.install(seccomp.restricted_program())  # the grader reads from /proc whether it took
     sys.stdout, sys.stderr = RoutedStream(sys.stdout), RoutedStream(sys.stderr)
@@ -66,7 +67,7 @@ def main(in_fd, out_fd, arena_fd=None, arena_bytes=0):
         wire.send(replies, reply)
 
 
-def seal(allowed, forbidden):
+def seal(allowed: list[str] | None, forbidden: list[str]) -> dict:
     """For the rest of this process: no new process, and attncore out of reach but for
     `allowed` (learner code that runs later, a hook or a thread, is held to it too)."""
     problem = seccomp.install(seccomp.no_processes_program())
@@ -74,7 +75,7 @@ def seal(allowed, forbidden):
     return {"sealed": problem is None, "tripped": len(tripped)}
 
 
-def run_cell(namespace, name, source):
+def run_cell(namespace: dict, name: str, source: str) -> dict:
     """Execute one cell; report the exception it raised (if any) and its notes."""
     notes, raised = [], None
     with captured_as_notes(notes):
@@ -97,7 +98,7 @@ def _load_error(error, name, source):
     return "\n".join([f"{type(error).__name__}{line}: {shorten(error)}", *where])
 
 
-def call(namespace, request, arena):
+def call(namespace: dict, request: dict, arena: Arena | None) -> dict:
     """Call the named function on the decoded arguments and report what happened."""
     function = namespace.get(request["function"])
     if not callable(function):
@@ -114,7 +115,7 @@ def call(namespace, request, arena):
 
 
 @contextlib.contextmanager
-def standing_in(namespace, stand_ins):
+def standing_in(namespace: dict, stand_ins: list[dict]) -> Iterator[set]:
     """While the block runs, each stand-in replaces the notebook's function of its name;
     yields the set of names whose stand-in was called."""
     used, saved = set(), {}
