@@ -371,6 +371,22 @@ ctypes.CDLL(None).pthread_exit(None)
 '''
 
 
+def test_without_a_control_group_the_sealed_worker_alone_is_measured(tmp_path):
+    """Unsandboxed (no control group), a sealed worker that is alone is measured from /proc;
+    before it is sealed it could start processes, so nothing is measured."""
+    grow = "import numpy as np\ndef grow(n):\n    return float(np.ones((n, 1024)).sum())\n"
+    worker = Worker(tmp_path, time_limit=30)
+    try:
+        worker.exec("grow", grow)
+        unsealed = worker.call("grow", {"n": 4096}, True)
+        worker.seal(None, ())
+        sealed = worker.call("grow", {"n": 4096}, True)
+    finally:
+        worker.close()
+    assert unsealed.peak_bytes is None and "process creation is not refused" in unsealed.notes[0]
+    assert 30e6 < sealed.peak_bytes < 60e6, sealed
+
+
 def test_a_zombie_leader_leaves_the_memory_unmeasured_never_the_workers_word(tmp_path):
     """Without a control group the grader reads the worker process's own figures, and
     only while it is alone, alive and sealed: here its main thread has exited, so the

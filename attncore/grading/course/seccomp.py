@@ -67,26 +67,19 @@ def supported() -> bool:
 def restricted_program() -> bytes:
     """The filter installed at start: RESTRICTED fail with EPERM, clone into new
     namespaces too, clone3 with ENOSYS."""
-    clone = [
-        _load(_ARG0_LOW),
-        _jump(_JSET_K, CLONE_NEW_NAMESPACES, 0, 1),
-        _ret(_RET_ERRNO | errno.EPERM),
-        _ret(_RET_ALLOW),
-    ]
-    return _program({**{name: [_ret(_RET_ERRNO | errno.EPERM)] for name in RESTRICTED},
-                     "clone3": [_ret(_RET_ERRNO | errno.ENOSYS)], "clone": clone})
+    return _program(RESTRICTED, _clone_refused(CLONE_NEW_NAMESPACES, when_set=True))
 
 
 def no_processes_program() -> bytes:
     """The filter installed before the first graded call: no new process, threads only."""
-    clone = [
-        _load(_ARG0_LOW),
-        _jump(_JSET_K, CLONE_THREAD, 1, 0),
-        _ret(_RET_ERRNO | errno.EPERM),
-        _ret(_RET_ALLOW),
-    ]
-    return _program({**{name: [_ret(_RET_ERRNO | errno.EPERM)] for name in NO_PROCESSES},
-                     "clone3": [_ret(_RET_ERRNO | errno.ENOSYS)], "clone": clone})
+    return _program(NO_PROCESSES, _clone_refused(CLONE_THREAD, when_set=False))
+
+
+def _clone_refused(flags, when_set):
+    """The action for clone: EPERM when any of flags is set in its first argument (when_set)
+    or when none is (not when_set); else allow."""
+    return [_load(_ARG0_LOW), _jump(_JSET_K, flags, *((0, 1) if when_set else (1, 0))),
+            _ret(_RET_ERRNO | errno.EPERM), _ret(_RET_ALLOW)]
 
 
 def install(program: bytes) -> str | None:
@@ -124,8 +117,11 @@ def filters_of(pid: int) -> int | None:
     return min(counts) if counts else None
 
 
-def _program(actions):
-    """Check the architecture, refuse x32 calls, then per system call its action, else allow."""
+def _program(refused, clone):
+    """Check the architecture and refuse x32 calls; then EPERM for the refused calls,
+    ENOSYS for clone3 and the given action for clone; allow everything else."""
+    actions = {**{name: [_ret(_RET_ERRNO | errno.EPERM)] for name in refused},
+               "clone3": [_ret(_RET_ERRNO | errno.ENOSYS)], "clone": clone}
     head = [
         _load(_ARCH),
         _jump(_JEQ_K, AUDIT_ARCH_X86_64, 1, 0),
