@@ -172,17 +172,28 @@ thread.join()
     assert seen == {name: 1 for name in seen}, seen  # every other one: EPERM
 
 
-def test_dev_shm_is_a_small_tmpfs_inside_the_sandbox():
-    """Red team a10: /dev/shm was half the host's memory; now it holds SHM_BYTES."""
-    seen = ask(f"SHM = {sandbox.SHM_BYTES}\n" + TRY + """
+def test_the_in_memory_folders_and_files_hold_what_they_say():
+    """Red team a10: /dev/shm was half the host's memory; now it holds SHM_BYTES, the home
+    folder SCRATCH_BYTES, and no file grows past RLIMIT_FSIZE (a15)."""
+    from attncore.grading.course.worker import HARD_LIMITS
+
+    sizes = {"/dev/shm/big": sandbox.SHM_BYTES, "big": sandbox.SCRATCH_BYTES,
+             "file": HARD_LIMITS["RLIMIT_FSIZE"]}
+    seen = ask(f"SIZES = {sizes!r}\n" + TRY + """
+import os
 seen = {}
-def fill():
-    with open("/dev/shm/big", "wb") as f:
-        for _ in range(SHM // (1 << 20) + 2):
+def fill(path, size, per_file=64):  # MiB in files of per_file MiB each
+    for mib in range(size // (1 << 20) + 2):
+        with open(f"{path}.{mib // per_file}", "ab") as f:
             f.write(b"x" * (1 << 20))
-tried("/dev/shm beyond its size", fill)
+for path in ("/dev/shm/big", "big"):
+    tried(path, lambda: fill(path, SIZES[path]))
+    for name in os.listdir(os.path.dirname(path) or "."):
+        if name.startswith(os.path.basename(path) + "."):
+            os.remove(os.path.join(os.path.dirname(path), name))
+tried("a file past the size limit", lambda: fill("file", SIZES["file"], per_file=1 << 20))
 """)
-    assert seen == {"/dev/shm beyond its size": 28}  # ENOSPC
+    assert seen == {"/dev/shm/big": 28, "big": 28, "a file past the size limit": 27}  # ENOSPC, EFBIG
 
 
 def test_the_process_cap_binds_whoever_the_grader_is():
