@@ -69,11 +69,11 @@ seen = {"uid": os.getuid(), "pid": os.getpid(), "cwd": os.getcwd(), "home": os.l
 
 def test_the_course_the_engine_and_the_libraries_that_do_the_work_are_not_there():
     seen = ask(f"""
-import importlib, os
+import importlib, importlib.util, os
 seen = {{}}
 for path in {[str(ROOT / "solutions"), str(ROOT / "nbgrader_config.py"), str(PACKAGE)]!r}:
     seen[path] = os.path.exists(path)
-for module in ("attncore.grading.engine", "torch", "scipy.special", "jax", "nbgrader"):
+for module in {LEFT_OUT!r}:
     try:
         importlib.import_module(module)
         seen[module] = "imported"
@@ -81,12 +81,19 @@ for module in ("attncore.grading.engine", "torch", "scipy.special", "jax", "nbgr
         seen[module] = type(error).__name__
 import attncore, numpy, IPython.display, matplotlib.pyplot
 seen["attncore"] = attncore.__file__
+seen["numba"] = importlib.util.find_spec("numba") is not None
 """)
     for path in (ROOT / "solutions", ROOT / "nbgrader_config.py", PACKAGE):
         assert seen[str(path)] is False, path
-    for module in ("attncore.grading.engine", "torch", "scipy.special", "jax", "nbgrader"):
+    for module in LEFT_OUT:
         assert seen[module] != "imported", module
-    assert seen["attncore"].startswith(sandbox.LIBRARY)
+    assert seen["attncore"].startswith(sandbox.LIBRARY) and seen["numba"]
+
+
+# The grading engine, libraries that would do the work, and what the grader has installed
+# for itself (nbgrader, jinja2, hypothesis): none is among the allowed distributions.
+LEFT_OUT = ("attncore.grading.engine", "torch", "scipy.special", "jax", "nbgrader", "jinja2",
+            "hypothesis")
 
 
 def test_nothing_inside_can_be_written_outside_its_folder_or_limits_raised():

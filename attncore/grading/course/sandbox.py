@@ -9,13 +9,15 @@ is PID 1 of its namespace) and, but the worker, when a cell or a call returns
 (end_other_processes). Its environment is built here, not inherited.
 
 It sees a learner's attncore: the library without the grading engine (no suites, no
-references, no hidden cases), and no library that would do the work (torch, scipy,
-jax, ...). Hard resource limits are set by the worker itself before it runs any
-learner code (see worker.HARD_LIMITS): no code inside can raise a hard limit. No new user
-namespace can be made inside (--disable-userns), its /dev/shm is a small tmpfs, the
-whole sandbox lives in a control group capped at MEMORY_BYTES and TASKS where the machine
-offers one (course.cgroups), and a grader that runs as root starts it as an unprivileged
-user (UID outside too), so the kernel holds it to its process limit (RLIMIT_NPROC).
+references, no hidden cases), and of the grader's site-packages only what a notebook
+needs (ALLOWED_DISTRIBUTIONS and what they require): no library that would do the work
+(torch, scipy, jax, or any other the grading machine happens to have). Hard resource
+limits are set by the worker itself before it runs any learner code (see
+worker.HARD_LIMITS): no code inside can raise a hard limit. No new user namespace can be
+made inside (--disable-userns), its /dev/shm is a small tmpfs, and the whole sandbox
+lives in a control group capped at MEMORY_BYTES and TASKS where the machine offers one
+(course.cgroups); a grader that runs as root where none is offered starts it as an
+unprivileged user, whom the kernel holds to the process limit (RLIMIT_NPROC).
 
 Linux only, with the `bwrap` binary (Debian/Ubuntu package `bubblewrap`) and
 unprivileged user namespaces. available() says why not when it cannot start.
@@ -24,6 +26,7 @@ import contextlib
 import functools
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -33,10 +36,9 @@ from typing import IO
 
 import attncore
 
-# Top-level packages that would do a learner's work, or that only the grader needs.
-HIDDEN_PACKAGES = ("torch", "functorch", "scipy", "jax", "jaxlib", "tensorflow", "keras",
-                   "transformers", "sentence_transformers", "onnxruntime", "openvino",
-                   "sklearn", "nbgrader", "attncore")
+# What a notebook may import from the grader's site-packages, with every distribution
+# these require: NumPy, IPython (the worker's shell), matplotlib (figures), Numba (attncore.jit).
+ALLOWED_DISTRIBUTIONS = ("numpy", "ipython", "matplotlib", "numba")
 HOME = "/home/learner"  # the private tmpfs: the notebook's working folder
 UID = 65534  # the sandbox's own user inside its user namespace ("nobody")
 LIBRARY = "/sandbox/lib"  # the learner's attncore
@@ -50,7 +52,7 @@ OUTSIDE_UID = 65534  # who the sandbox runs as on the machine when the grader is
 SYSTEM = ("/usr", "/lib", "/lib64", "/lib32", "/bin", "/sbin")
 SYSTEM_FILES = ("/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d", "/etc/localtime",
                 "/etc/fonts", "/etc/alternatives")
-ABSENT = str(Path(__file__).with_name("absent.py"))  # a module whose import fails
+ABSENT = str(Path(__file__).with_name("absent.py"))  # a package whose import fails
 # Environment the worker gets: nothing of the grader's but the two OpenBLAS settings that
 # some CPUs need for correct results.
 PASSED_THROUGH = ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")
@@ -116,7 +118,8 @@ def command(arguments: list[str], info_fd: int | None = None) -> list[str]:
     options += _learner_library()
     sites = _site_packages()
     for index, site in enumerate(sites):
-        options += ["--ro-bind", site, f"{SITE}/{index}", *_hidden_in(site, f"{SITE}/{index}")]
+        options += [option for entry in sorted(set(os.listdir(site)) & allowed_entries())
+                    for option in ("--ro-bind", f"{site}/{entry}", f"{SITE}/{index}/{entry}")]
     options += ["--remount-ro", "/"]  # the sandbox's own root: only HOME and /tmp are writable
     for name, value in _environment(len(sites)).items():
         options += ["--setenv", name, value]
@@ -202,28 +205,40 @@ def _site_packages():
     return seen
 
 
-def _hidden_in(source, target):
-    """bwrap options that hide HIDDEN_PACKAGES in the site folder bound at target."""
-    options = []
-    for entry in os.listdir(source):
-        name = entry.split(".")[0].split("-")[0]
-        if name in HIDDEN_PACKAGES and not entry.endswith((".dist-info", ".egg-info")):
-            options += _absent(f"{target}/{entry}", os.path.isdir(os.path.join(source, entry)))
-    return options
+@functools.lru_cache(maxsize=1)
+def allowed_entries() -> frozenset[str]:
+    """The names in a site-packages folder (packages, modules, their .libs and .dist-info
+    folders) of ALLOWED_DISTRIBUTIONS and every distribution they require, as the
+    distributions' own lists of files give them."""
+    from importlib.metadata import PackageNotFoundError, distribution
+
+    seen, todo, entries = set(), list(ALLOWED_DISTRIBUTIONS), set()
+    while todo:
+        name = re.sub(r"[-_.]+", "-", todo.pop()).lower()
+        if name in seen:
+            continue
+        seen.add(name)
+        try:
+            found = distribution(name)
+        except PackageNotFoundError:  # a requirement for another platform or Python
+            continue
+        todo += [re.match(r"[A-Za-z0-9._-]+", requirement)[0] for requirement in found.requires or ()
+                 if "extra ==" not in requirement]
+        entries.update(path.parts[0] for path in found.files or ()
+                       if path.parts[0] not in ("..", "__pycache__") and not path.name.endswith(".pth"))
+    return frozenset(entries)
 
 
-def _absent(path, folder):
-    """bwrap options that leave at path a package (folder) or module whose import fails."""
-    if folder:
-        return ["--tmpfs", path, "--ro-bind", ABSENT, f"{path}/__init__.py"]
-    return ["--ro-bind", ABSENT, path]
+def _absent(path):
+    """bwrap options that leave at path a package whose import fails."""
+    return ["--tmpfs", path, "--ro-bind", ABSENT, f"{path}/__init__.py"]
 
 
 def _learner_library():
     """attncore, read-only, without the grading engine."""
     package = Path(attncore.__file__).resolve().parent
     target = f"{LIBRARY}/attncore"
-    return ["--ro-bind", str(package), target, *_absent(f"{target}/grading/engine", True)]
+    return ["--ro-bind", str(package), target, *_absent(f"{target}/grading/engine")]
 
 
 def _environment(n_sites):
