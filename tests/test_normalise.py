@@ -19,7 +19,7 @@ from attncore.grading.course.printable import PrintableRecords, printable
 
 from .gradekit import release_notebook, submission
 
-pytestmark = []  # the fast inner loop (tests/conftest.py: FILES)
+pytestmark = []  # the fast inner loop: no tier marker (tests/conftest.py)
 ASSIGNMENT = "02-simplex"
 ESCAPES = "\x1b]0;OWNED-TITLE\x07\x1b[1A\x1b[2K\x9b8m\u202e"
 
