@@ -1,15 +1,20 @@
 """The nbgrader preprocessor that grades out of process (see config.py)."""
+import atexit
+import sys
+
 import nbformat
 from nbgrader.preprocessors import NbGraderPreprocessor
-from traitlets import Enum, Float, Integer
+from traitlets import Enum, Float, Integer, Unicode
 
-from .layout import function_of
+from .layout import VERDICT_KEY, WORK, function_of, parse_grade_id
 from .runner import TIME_LIMIT, as_sentence, grade_notebook, test_cells
+from .secret import SECRET_FILE, course_secret, replay_seed
 
 
 class GradeOutOfProcess(NbGraderPreprocessor):
     """Replace Execute: grade every test cell with course.runner and write its verdict as
-    the cell's output (an error output when it fails), which nbgrader then scores."""
+    the cell's output (an error output when it fails), which nbgrader then scores, and
+    in the cell's metadata (VERDICT_KEY), which the class report reads."""
 
     time_limit = Float(TIME_LIMIT, help="Seconds for one cell to load or one call to "
                                         "return in the grading worker.").tag(config=True)
@@ -18,15 +23,21 @@ class GradeOutOfProcess(NbGraderPreprocessor):
         "reach the course folder, the gradebook or the grader (Linux, package bubblewrap); "
         "'none', a plain process that can (only for trusted code). With 'bubblewrap', a "
         "machine where no sandbox starts refuses to grade.")).tag(config=True)
+    secret = Unicode("", help=(
+        "The course secret that keys each student's draw of the hidden cases. Empty: the "
+        f"one in {WORK}/{SECRET_FILE}, made the first time grading needs it. Changing it "
+        "changes every student's draw.")).tag(config=True)
     seed = Integer(None, allow_none=True, help=(
-        "The draw of the hidden cases: None draws a fresh seed for every notebook (its "
-        "feedback names it, so the run can be replayed); an integer fixes it for every "
-        "notebook, e.g. to regrade exactly as before.")).tag(config=True)
+        "The draw of the hidden cases: None draws each student's own, from the course "
+        "secret, the assignment and the student (the same at every regrade; the feedback "
+        "names it, so the run can be replayed); an integer draws the same for every "
+        "notebook, for special cases.")).tag(config=True)
 
     def preprocess(self, nb, resources):
         folder = resources.get("metadata", {}).get("path") or "."
+        seed = self.draw(resources)
         verdicts = grade_notebook(nb.cells, cwd=folder, time_limit=self.time_limit,
-                                  sandbox=self.sandbox, seed=self.seed)
+                                  sandbox=self.sandbox, seed=seed)
         for grade_id, cell in test_cells(nb.cells):
             verdict = verdicts[grade_id]
             cell.outputs = [
@@ -34,6 +45,10 @@ class GradeOutOfProcess(NbGraderPreprocessor):
                 if verdict.passed else
                 nbformat.v4.new_output("error", ename="AssertionError", evalue=verdict.text(),
                                        traceback=[verdict.text()])]
+            function, suite = parse_grade_id(grade_id) or (grade_id, "")
+            cell.metadata[VERDICT_KEY] = {
+                "function": function, "suite": suite,
+                "passed": verdict.passed, "misconception": verdict.misconception, "seed": seed}
         # A function's own cell that raised (or never finished) when the grader ran it
         # says so under the cell, where the learner looks for it (the feedback page too).
         loaded = {function_of(gid): v.load_problem for gid, v in verdicts.items() if v.load_problem}
@@ -46,4 +61,55 @@ class GradeOutOfProcess(NbGraderPreprocessor):
                         f"the kernel and run all cells to see the whole error.")
                 cell.outputs = [nbformat.v4.new_output("error", ename="CellError", evalue=text,
                                                        traceback=[text])]
+        self.remember(resources)
         return nb, resources
+
+    def draw(self, resources):
+        """The seed of this notebook's hidden cases: the configured one, else the student's
+        replay seed from the course secret."""
+        if self.seed is not None:
+            return self.seed
+        graded = resources.get("nbgrader", {})
+        if not graded.get("student") or not graded.get("assignment"):
+            raise ValueError("GradeOutOfProcess draws each student's hidden cases from the "
+                             "student and the assignment, which nbgrader autograde gives; "
+                             "set --GradeOutOfProcess.seed to grade outside it")
+        secret = self.secret or course_secret(self.secret_path())
+        return replay_seed(secret, graded["assignment"], graded["student"])
+
+    def secret_path(self):
+        """The file that keeps the course secret, beside the gradebook."""
+        from nbgrader.coursedir import CourseDirectory
+
+        return f"{CourseDirectory(config=self.config).root}/{WORK}/{SECRET_FILE}"
+
+    def remember(self, resources):
+        """Note the student graded, for the summary printed when autograde ends."""
+        graded = resources.get("nbgrader", {})
+        if not GRADED:
+            atexit.register(print_summary, graded.get("db_url"))
+        GRADED.setdefault(graded.get("assignment"), set()).add(graded.get("student"))
+
+
+GRADED = {}  # assignment -> the students graded by this process, for print_summary
+
+
+def print_summary(db_url):
+    """One line per assignment when nbgrader autograde ends: how many students it graded
+    and their mean score. nbgrader's own command has no hook at its end, so this runs
+    when its process exits."""
+    from nbgrader.api import Gradebook, MissingEntry
+
+    with Gradebook(db_url) as gradebook:
+        for assignment, students in GRADED.items():
+            scores = []
+            for student in sorted(students):
+                try:
+                    submission = gradebook.find_submission(assignment, student)
+                except MissingEntry:
+                    continue
+                scores.append((submission.score, submission.max_score))
+            mean = sum(score for score, _ in scores) / len(scores) if scores else 0.0
+            most = max((most for _, most in scores), default=0.0)
+            sys.stderr.write(f"[attncore] {assignment}: {len(scores)} graded, mean score "
+                             f"{mean:.2f} / {most:g}\n")
