@@ -14,11 +14,6 @@ from traitlets.config import Config
 from .layout import RELEASE, SOURCE, WORK, parse_grade_id
 
 COURSE_ID = "attention-matrix"
-# A learner's file in an LMS download is "<student id>_<assignment>.ipynb" (the student id
-# has no underscore). nbgrader's FileNameCollectorPlugin matches this from the start of the
-# file's whole path (the extracted folder, the zip's own folder, then the name), so the
-# pattern skips every folder and reads the ids from the file name alone.
-ZIP_FILE_NAME = r"(?:.*[/\\])?(?P<student_id>[^_/\\]+)_(?P<file_id>[^/\\]+)$"
 
 
 TEMPLATES = Path(__file__).parent / "templates"
@@ -61,6 +56,7 @@ def course_config(root):
     from nbgrader.converters import Autograde
     from nbgrader.preprocessors import Execute
 
+    from .collect import LmsCollector, LmsExtractor
     from .preprocessors import GradeOutOfProcess
 
     root = os.path.abspath(root)
@@ -77,7 +73,9 @@ def course_config(root):
     c.ExportPlugin.to = os.path.join(work, "grades.csv")
     # nbgrader joins the course root to this itself: an absolute path would get it twice.
     c.ZipCollectApp.downloaded_directory = f"{WORK}/downloaded"
-    c.FileNameCollectorPlugin.named_regexp = ZIP_FILE_NAME
+    # Canvas's and Moodle's downloads as they come (course.downloads reads their names)
+    c.ZipCollectApp.extractor_plugin = LmsExtractor
+    c.ZipCollectApp.collector_plugin = LmsCollector
     c.HTMLExporter.template_name = "attncore_feedback"
     c.HTMLExporter.extra_template_basedirs = [str(TEMPLATES), _nbgrader_templates()]
     # the page, which extends nbgrader's feedback page (index.html.j2) under its own name
