@@ -1,10 +1,15 @@
 """nbgrader's configuration for this course: the layout, and autograding out of process.
 
 nbgrader_config.py at the repository root merges course_config(root). Autograde runs
-nbgrader's own default pipeline with one change: its Execute preprocessor (which would
-run the learner's code in the process that grades it) is replaced by GradeOutOfProcess,
-so the scores and the feedback come from course.runner and nbgrader's SaveAutoGrades
-records them as usual.
+nbgrader's own default pipeline with three changes:
+- its Execute preprocessor (which would run the learner's code in the process that
+  grades it) is replaced by GradeOutOfProcess, so the scores and the feedback come from
+  course.runner and nbgrader's SaveAutoGrades records them as usual;
+- its sanitising steps start with NormaliseMetadata (course.normalise), so that no
+  metadata a submission holds stops nbgrader's checks;
+- its exporter is course.contain's, so that a submission that cannot be graded is
+  recorded as such (course.ungradable) and the run goes on to the next.
+Every log line escapes the control characters a submission's text may hold.
 """
 import os
 from pathlib import Path
@@ -57,7 +62,8 @@ def course_config(root):
     from nbgrader.preprocessors import Execute
 
     from .collect import LmsCollector, LmsExtractor
-    from .preprocessors import GradeOutOfProcess
+    from .contain import ContainedExporter
+    from .preprocessors import GradeOutOfProcess, NormaliseMetadata
 
     root = os.path.abspath(root)
     work = os.path.join(root, WORK)
@@ -86,4 +92,16 @@ def course_config(root):
     default = Autograde.class_traits()["autograde_preprocessors"].default()
     c.Autograde.autograde_preprocessors = [
         GradeOutOfProcess if step is Execute else step for step in default]
+    c.Autograde.sanitize_preprocessors = [
+        NormaliseMetadata, *Autograde.class_traits()["sanitize_preprocessors"].default()]
+    c.Autograde.exporter_class = ContainedExporter
+    c.Application.logging_config = PRINTABLE_LOGS
     return c
+
+
+# Added to the configuration of every nbgrader command's log (traitlets merges it into its
+# own): each record's text is escaped before any handler writes it.
+PRINTABLE_LOGS = {
+    "filters": {"printable": {"()": "attncore.grading.course.printable.PrintableRecords"}},
+    "handlers": {"console": {"filters": ["printable"]}},
+}

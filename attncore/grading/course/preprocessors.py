@@ -1,12 +1,15 @@
-"""The nbgrader preprocessor that grades out of process (see config.py)."""
+"""The nbgrader preprocessors of autograde (see config.py): one repairs a submission's
+grading metadata before nbgrader checks it, one grades it out of process."""
 import atexit
 import sys
 
 import nbformat
+from nbgrader.api import Gradebook
 from nbgrader.preprocessors import NbGraderPreprocessor
 from traitlets import Enum, Float, Integer, Unicode
 
 from .layout import VERDICT_KEY, WORK, function_of, parse_grade_id
+from .normalise import Known, normalise
 from .runner import TIME_LIMIT, as_sentence, grade_notebook, test_cells
 from .secret import SECRET_FILE, course_secret, replay_seed
 
@@ -113,3 +116,32 @@ def print_summary(db_url):
             most = max((most for _, most in scores), default=0.0)
             sys.stderr.write(f"[attncore] {assignment}: {len(scores)} graded, mean score "
                              f"{mean:.2f} / {most:g}\n")
+
+
+class NormaliseMetadata(NbGraderPreprocessor):
+    """First of autograde's sanitising steps: give every graded cell the metadata the
+    gradebook has for its id, and take it from copies and from ids the gradebook lacks
+    (course.normalise), so that nbgrader's own checks never stop on a submission and
+    score only the instructor's cells."""
+
+    def preprocess(self, nb, resources):
+        info = resources["nbgrader"]
+        known = gradebook_cells(info["db_url"], info["notebook"], info["assignment"])
+        for repair in normalise(nb.cells, known):
+            self.log.warning("student %s, notebook %s: %s", info["student"], info["notebook"], repair)
+        return nbformat.from_dict(nb), resources
+
+
+def gradebook_cells(db_url, notebook, assignment):
+    """{grade id: Known} of every cell the gradebook holds for one notebook."""
+    with Gradebook(db_url) as gradebook:
+        source = gradebook.find_notebook(notebook, assignment)
+        graded = {cell.name: cell.max_score for cell in source.grade_cells}
+        tasks = {cell.name: cell.max_score for cell in source.task_cells}
+        solutions = {cell.name for cell in source.solution_cells}
+        return {cell.name: Known(
+            cell.cell_type, grade=cell.name in graded, solution=cell.name in solutions,
+            locked=bool(cell.locked), task=cell.name in tasks,
+            points=graded.get(cell.name, tasks.get(cell.name)),
+            source=cell.source if cell.locked else None, checksum=cell.checksum)
+            for cell in source.source_cells}
