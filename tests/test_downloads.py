@@ -89,11 +89,13 @@ def test_every_unreadable_name_is_named_and_a_second_notebook_needs_its_released
 
 def test_a_roster_maps_lms_ids_to_the_course_ids_and_names_who_is_missing(tmp_path):
     roster = tmp_path / "roster.csv"
-    roster.write_text("lms_id,name,student_id\n12345,Alice Smith,s001\n23456,Bob Jones,s002\n")
-    ids = {k: v["student_id"] for k, v in read_roster(roster).items()}
+    roster.write_text("lms_id,name,student_id\n12345,Alice Smith,s001\n23456,Bob Jones,s002\n"
+                      "31,Carol Diaz,s003\n")
     result = plan([f"smithalice_12345_1_{NB}", f"Bob Jones_23456_assignsubmission_file_{NB}",
-                   f"eve_99999_2_{NB}"], [NB], ids)
-    assert sorted(result.kept.values()) == [("s001", NB), ("s002", NB)]
+                   f"eve_99999_2_{NB}", f"Carol Diaz_777_assignsubmission_file_{NB}"],
+                  [NB], read_roster(roster))
+    # Moodle's participant ids change from one assignment to the next: its full name maps too
+    assert sorted(result.kept.values()) == [("s001", NB), ("s002", NB), ("s003", NB)]
     assert result.problems == [f"eve_99999_2_{NB}: canvas id 99999 is not in the roster"]
     roster.write_text("id,name\n1,A\n")
     with pytest.raises(ValueError, match="lms_id, name, student_id; missing lms_id, student_id"):

@@ -76,8 +76,7 @@ class LmsDownloads(LoggingConfigurable):
         notebooks = [downloads.relative(path, extracted) for path in Path(extracted).rglob("*")
                      if path.is_file() and not downloads.ignored(downloads.relative(path, extracted))
                      and path.suffix == ".ipynb"]
-        ids = None if roster is None else {k: v["student_id"] for k, v in roster.items()}
-        result = downloads.plan(notebooks, released, ids, downloaded_at)
+        result = downloads.plan(notebooks, released, roster, downloaded_at)
         if result.problems:
             app.fail("zip_collect cannot file these downloads, so nothing was collected:\n  "
                      + "\n  ".join(result.problems))

@@ -89,9 +89,10 @@ def plan(notebooks, released, roster=None, downloaded_at=lambda path: 0.0):
     """The Plan for the extracted notebooks' paths (relative, "/" between folders).
 
     released: the assignment's notebook names; a student's notebook of another name is
-    taken as the released one when the assignment has only one. roster: {lms id: student
-    id}, or None to use the LMS's ids. downloaded_at(path): when the archive holding it was
-    downloaded (a file's time), which orders uploads Canvas does not number.
+    taken as the released one when the assignment has only one. roster: read_roster's
+    {lms id: {"name", "student_id"}}, or None to use the LMS's ids. downloaded_at(path):
+    when the archive holding it was downloaded (a file's time), which orders uploads
+    Canvas does not number.
     """
     problems, candidates = [], {}
     for path in sorted(notebooks):
@@ -101,7 +102,8 @@ def plan(notebooks, released, roster=None, downloaded_at=lambda path: 0.0):
                             f"name_userid_fileid_file.ipynb, Moodle Name_id_assignsubmission_"
                             f"file, or <student-id>_<file>.ipynb)")
             continue
-        if roster is not None and download.lms_id not in roster:
+        student = download.lms_id if roster is None else roster_student(roster, download)
+        if student is None:
             problems.append(f"{path}: {download.lms} id {download.lms_id} is not in the roster")
             continue
         notebook = (download.notebook if download.notebook in released else
@@ -110,7 +112,6 @@ def plan(notebooks, released, roster=None, downloaded_at=lambda path: 0.0):
             problems.append(f"{path}: {download.notebook} is none of the assignment's "
                             f"notebooks ({', '.join(released)})")
             continue
-        student = download.lms_id if roster is None else roster[download.lms_id]
         # the released name before a renamed copy, then the latest upload
         rank = (download.notebook == notebook, download.order, downloaded_at(path))
         candidates.setdefault((student, notebook), []).append((rank, download))
@@ -126,6 +127,17 @@ def plan(notebooks, released, roster=None, downloaded_at=lambda path: 0.0):
         downloads[latest.path] = latest
         superseded += [download.path for _, download in earlier]
     return Plan(kept, downloads, superseded, problems)
+
+
+def roster_student(roster, download):
+    """The course's id of a download's student: by LMS id, or for Moodle, whose participant
+    ids differ from one assignment to the next, by the full name; None when not there."""
+    if download.lms_id in roster:
+        return roster[download.lms_id]["student_id"]
+    if download.lms == "moodle":
+        named = [entry["student_id"] for entry in roster.values() if entry["name"] == download.name]
+        return named[0] if len(named) == 1 else None
+    return None
 
 
 def read_roster(path) -> dict:

@@ -8,10 +8,12 @@ from nbgrader.api import Gradebook
 from nbgrader.preprocessors import NbGraderPreprocessor
 from traitlets import Enum, Float, Integer, Unicode
 
+from . import ungradable
 from .layout import VERDICT_KEY, WORK, function_of, parse_grade_id
 from .normalise import Known, normalise
+from .parallel import load_ahead, notebook_key
 from .runner import TIME_LIMIT, as_sentence, grade_notebook, test_cells
-from .secret import SECRET_FILE, course_secret, replay_seed
+from .secret import SECRET_FILE, student_seed
 
 
 class GradeOutOfProcess(NbGraderPreprocessor):
@@ -36,11 +38,16 @@ class GradeOutOfProcess(NbGraderPreprocessor):
         "names it, so the run can be replayed); an integer draws the same for every "
         "notebook, for special cases.")).tag(config=True)
 
+    ahead = Unicode("", help=(
+        "A folder of verdicts graded ahead, one <student>.json each (python -m "
+        "attncore.grading autograde --jobs N writes it): a notebook whose cells and draw "
+        "match its student's takes them instead of being graded again.")).tag(config=True)
+
     def preprocess(self, nb, resources):
         folder = resources.get("metadata", {}).get("path") or "."
         seed = self.draw(resources)
-        verdicts = grade_notebook(nb.cells, cwd=folder, time_limit=self.time_limit,
-                                  sandbox=self.sandbox, seed=seed)
+        verdicts = self.graded_ahead(nb.cells, seed, resources) or grade_notebook(
+            nb.cells, cwd=folder, time_limit=self.time_limit, sandbox=self.sandbox, seed=seed)
         for grade_id, cell in test_cells(nb.cells):
             verdict = verdicts[grade_id]
             cell.outputs = [
@@ -77,30 +84,41 @@ class GradeOutOfProcess(NbGraderPreprocessor):
             raise ValueError("GradeOutOfProcess draws each student's hidden cases from the "
                              "student and the assignment, which nbgrader autograde gives; "
                              "set --GradeOutOfProcess.seed to grade outside it")
-        secret = self.secret or course_secret(self.secret_path())
-        return replay_seed(secret, graded["assignment"], graded["student"])
-
-    def secret_path(self):
-        """The file that keeps the course secret, beside the gradebook."""
         from nbgrader.coursedir import CourseDirectory
 
-        return f"{CourseDirectory(config=self.config).root}/{WORK}/{SECRET_FILE}"
+        return student_seed(CourseDirectory(config=self.config).root, graded["assignment"],
+                            graded["student"], self.secret)
+
+    def graded_ahead(self, cells, seed, resources):
+        """The verdicts graded ahead for this very notebook and draw, or None."""
+        if not self.ahead:
+            return None
+        student = resources.get("nbgrader", {}).get("student")
+        key = notebook_key(cells, seed, self.time_limit, self.sandbox)
+        verdicts = load_ahead(f"{self.ahead}/{student}.json", key)
+        if verdicts is not None:
+            AHEAD.add((resources["nbgrader"].get("assignment"), student))
+        return verdicts
 
     def remember(self, resources):
         """Note the student graded, for the summary printed when autograde ends."""
+        from nbgrader.coursedir import CourseDirectory
+
         graded = resources.get("nbgrader", {})
         if not GRADED:
-            atexit.register(print_summary, graded.get("db_url"))
+            atexit.register(print_summary, graded.get("db_url"),
+                            CourseDirectory(config=self.config).root)
         GRADED.setdefault(graded.get("assignment"), set()).add(graded.get("student"))
 
 
 GRADED = {}  # assignment -> the students graded by this process, for print_summary
+AHEAD = set()  # (assignment, student) whose verdicts were graded ahead, in parallel
 
 
-def print_summary(db_url):
-    """One line per assignment when nbgrader autograde ends: how many students it graded
-    and their mean score. nbgrader's own command has no hook at its end, so this runs
-    when its process exits."""
+def print_summary(db_url, root):
+    """One line per assignment when nbgrader autograde ends: how many students it graded,
+    their mean score, and how many of the assignment's submissions are ungradable.
+    nbgrader's own command has no hook at its end, so this runs when its process exits."""
     from nbgrader.api import Gradebook, MissingEntry
 
     with Gradebook(db_url) as gradebook:
@@ -114,8 +132,14 @@ def print_summary(db_url):
                 scores.append((submission.score, submission.max_score))
             mean = sum(score for score, _ in scores) / len(scores) if scores else 0.0
             most = max((most for _, most in scores), default=0.0)
-            sys.stderr.write(f"[attncore] {assignment}: {len(scores)} graded, mean score "
-                             f"{mean:.2f} / {most:g}\n")
+            ahead = sum(1 for graded, _ in AHEAD if graded == assignment)
+            failed = len(ungradable.read(root, assignment))
+            sys.stderr.write(
+                f"[attncore] {assignment}: {len(scores)} graded, mean score {mean:.2f} / "
+                f"{most:g}" + (f" ({ahead} graded ahead in parallel)" if AHEAD else "")
+                + f"; {failed} ungradable"
+                + (f" (why: python -m attncore.grading report {assignment})" if failed else "")
+                + "\n")
 
 
 class NormaliseMetadata(NbGraderPreprocessor):

@@ -12,6 +12,8 @@ import os
 import secrets
 from pathlib import Path
 
+from .layout import WORK
+
 SECRET_FILE = "course_secret"  # in the course's .nbgrader/ folder
 SEED_RANGE = 2 ** 31  # the seeds the self-check's --seed takes
 
@@ -50,3 +52,11 @@ def course_secret(path: str | os.PathLike) -> str:
         raise ValueError(f"{path} holds no course secret: delete it to have a new one made, "
                          f"which changes every student's hidden draw")
     return text
+
+
+def student_seed(root, assignment: str, student: str, secret: str = "") -> int:
+    """The replay seed of `student`'s `assignment` in the course at `root`, keyed by
+    `secret` (nbgrader_config.py's GradeOutOfProcess.secret) or, when that is empty, by the
+    course's secret file, made the first time."""
+    return replay_seed(secret or course_secret(Path(root) / WORK / SECRET_FILE), assignment,
+                       student)
