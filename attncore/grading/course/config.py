@@ -24,20 +24,6 @@ COURSE_ID = "attention-matrix"
 TEMPLATES = Path(__file__).parent / "templates"
 
 
-def offline_mathjax(name):
-    """The text of MathJax 3's file `name`, from the copy that the sphinx-mathjax-offline
-    package ships (the book's MathJax too), for feedback pages that need no network."""
-    from importlib.metadata import PackageNotFoundError, distribution
-
-    try:
-        files = distribution("sphinx-mathjax-offline")
-    except PackageNotFoundError:
-        raise ImportError("feedback pages inline MathJax from sphinx-mathjax-offline: "
-                          "pip install 'attncore[grading]'") from None
-    path = files.locate_file(f"sphinx-mathjax-offline/static/mathjax/{name}")
-    return Path(path).read_text(encoding="utf-8")
-
-
 def name_test_cell(grade_id):
     """(function, "visible" or "hidden", suite) of a test cell's grade id, or None: how the
     feedback page names a test cell."""
@@ -63,6 +49,7 @@ def course_config(root):
 
     from .collect import LmsCollector, LmsExtractor
     from .contain import ContainedExporter
+    from .feedback_page import FeedbackPage
     from .preprocessors import GradeOutOfProcess, NormaliseMetadata
 
     root = os.path.abspath(root)
@@ -86,7 +73,8 @@ def course_config(root):
     c.HTMLExporter.extra_template_basedirs = [str(TEMPLATES), _nbgrader_templates()]
     # the page, which extends nbgrader's feedback page (index.html.j2) under its own name
     c.HTMLExporter.template_file = "feedback.html.j2"
-    c.HTMLExporter.filters = {"offline_mathjax": offline_mathjax, "test_cell": name_test_cell}
+    c.HTMLExporter.filters = {"test_cell": name_test_cell}
+    c.GenerateFeedback.exporter_class = FeedbackPage  # math as MathML: no MathJax in the page
     c.ClearSolutions.code_stub = {"python": "# YOUR CODE HERE\nraise NotImplementedError()"}
     c.ClearSolutions.text_stub = "YOUR ANSWER HERE"
     default = Autograde.class_traits()["autograde_preprocessors"].default()
