@@ -58,8 +58,11 @@ def export(root, db_url, assignment, lms, column="", missing_as_zero=False, out_
     scale = 1.0 if out_of is None else out_of / most
     left_out, lines = [], []
     for row in rows:
-        # Moodle's participant ids belong to one assignment: only its downloads give them
-        known = row.student in record if lms == "moodle" else row.student in ids or not rostered
+        download = record.get(row.student)
+        if lms == "moodle":  # participant ids belong to one assignment: its download has them
+            known = bool(download) and download["lms"] == "moodle"
+        else:  # a user id: downloaded from Canvas (or named plainly), or the roster's
+            known = download["lms"] != "moodle" if download else row.student in ids or not rostered
         score = row.score if row.score is not None else 0.0 if missing_as_zero else None
         if not known:  # an empty cell changes nothing in the LMS: only a grade is missed
             left_out += [row.student] if score is not None else []

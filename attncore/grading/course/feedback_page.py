@@ -12,9 +12,9 @@ from jinja2 import pass_context
 from latex2mathml.converter import convert
 from nbconvert.exporters import HTMLExporter
 
-# $$...$$ and \[...\] on their own; $...$ (no space inside the dollars) and \(...\) in a line
+# $$...$$ and \[...\] on their own; $...$ (not opened by a space) and \(...\) in a line
 MATH = re.compile(r"\$\$(?P<block>.+?)\$\$|\\\[(?P<bracket>.+?)\\\]"
-                  r"|(?<![\\$])\$(?P<inline>[^\s$](?:[^$]*?[^\s\\$])?)\$(?!\$)"
+                  r"|(?<![\\$])\$(?P<inline>[^\s$][^$]*?)(?<!\\)\$(?!\$)"
                   r"|\\\((?P<paren>.+?)\\\)", re.S)
 CODE = re.compile(r"(```.*?```|~~~.*?~~~|`[^`\n]*`)", re.S)  # math is not looked for in code
 HELD = re.compile(r"ATTNCOREMATH(\d+)Z")
