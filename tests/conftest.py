@@ -95,6 +95,7 @@ FILES = {
     "test_drawn_cases.py": SLOW,  # the whole catalogue again for several seeds
     "test_fairness.py": PIPELINE,
     "test_grading_pipeline.py": PIPELINE,
+    "test_instructor_week.py": PIPELINE,
     "test_red_team.py": PIPELINE,
     "test_sandbox.py": PIPELINE,
     "test_tamper.py": PIPELINE,
