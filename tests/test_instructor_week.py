@@ -8,10 +8,7 @@ Chromium.
 import csv
 import html
 import json
-import os
 import re
-import subprocess
-import sys
 import zipfile
 from collections import Counter
 from pathlib import Path
@@ -71,14 +68,6 @@ GRADED = {"101", "102", "103", "105", "201", "202", "203"}
 UNGRADABLE, MISSING = {"104"}, {"999"}
 
 
-def run(course, *args):
-    """`python -m ARGS` in the course folder, as an instructor types it."""
-    bin_dir = os.path.dirname(sys.executable)  # nbgrader calls `alembic` from PATH
-    env = {**os.environ, "PATH": bin_dir + os.pathsep + os.environ.get("PATH", "")}
-    return subprocess.run([sys.executable, "-m", *args], cwd=course.root, env=env,
-                          capture_output=True, text=True, timeout=1800)
-
-
 def snapshot(course):
     """{student: [(grade id, score, what the cell shows, the grader's metadata)]}."""
     graded = {}
@@ -101,13 +90,13 @@ def week(tmp_path_factory):
         with zipfile.ZipFile(archive / name, "w") as download:
             for path, text in files.items():
                 download.writestr(path, text)
-    runs = {"collect": run(course, "nbgrader", "zip_collect", A),
-            "enrol": run(course, "nbgrader", "db", "student", "add", "999"),
-            "first": run(course, "nbgrader", "autograde", A)}
+    runs = {"collect": course.run("nbgrader", "zip_collect", A),
+            "enrol": course.run("nbgrader", "db", "student", "add", "999"),
+            "first": course.run("nbgrader", "autograde", A)}
     course.first = snapshot(course)
-    runs["again"] = run(course, "nbgrader", "autograde", A, "--force")
+    runs["again"] = course.run("nbgrader", "autograde", A, "--force")
     course.again = snapshot(course)
-    runs["parallel"] = run(course, "attncore.grading", "autograde", A, "--jobs", "2", "--force")
+    runs["parallel"] = course.run("attncore.grading", "autograde", A, "--jobs", "2", "--force")
     course.parallel = snapshot(course)
     course.reports, course.exports = course.root / "reports" / A, {}
     for name, args in {"feedback": ("nbgrader", "generate_feedback", A, "--force"),
@@ -120,10 +109,10 @@ def week(tmp_path_factory):
                        "moodle-feedback": ("attncore.grading", "feedback", A, "--lms", "moodle"),
                        "seed": ("attncore.grading", "seed", A, "101", "201")}.items():
         if args[0] == "export":
-            runs[name] = run(course, "attncore.grading", "export", A, "--lms", *args[1:])
+            runs[name] = course.run("attncore.grading", "export", A, "--lms", *args[1:])
             course.exports[name] = table(course.reports / f"{args[1]}-grades.csv")
         else:
-            runs[name] = run(course, *args)
+            runs[name] = course.run(*args)
     course.runs = runs
     return course
 
@@ -156,7 +145,7 @@ def test_a_name_no_layout_reads_stops_zip_collect_and_names_the_file(tmp_path):
     archive.mkdir(parents=True)
     (archive / f"smithalice_101_5001_{NB}").write_text(RIGHT)
     (archive / "my homework.ipynb").write_text(RIGHT)
-    collected = run(course, "nbgrader", "zip_collect", A)
+    collected = course.run("nbgrader", "zip_collect", A)
     assert collected.returncode == 1
     assert "my homework.ipynb: the name follows no layout" in collected.stderr
     assert not (course.root / WORK / "submitted").exists()

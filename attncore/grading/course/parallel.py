@@ -120,8 +120,11 @@ def autograde(root, assignment, jobs, nbgrader_args=(), stream=sys.stderr) -> in
             if error:
                 stream.write(f"\n{student}: not graded ahead ({error}); nbgrader will say why\n")
             progress(done, len(tasks), f"grading on {jobs} cores", started, stream)
+    graded = time.monotonic()
     status = record(root, assignment, ahead, nbgrader_args, len(tasks), stream)
     shutil.rmtree(ahead, ignore_errors=True)
+    stream.write(f"{len(tasks)} submissions: graded in {graded - started:.1f} s on {jobs} "
+                 f"processes, recorded by nbgrader in {time.monotonic() - graded:.1f} s\n")
     return status
 
 
