@@ -14,14 +14,18 @@ from pathlib import Path
 COMMANDS = ("autograde", "report", "export", "feedback", "seed")
 
 
-def course_config_of(root):
-    """The nbgrader Config that nbgrader_config.py in the folder `root` makes."""
-    from traitlets.config.loader import PyFileConfigLoader
+def nbgrader_config():
+    """The Config nbgrader's own commands would load here: nbgrader_config.py of this
+    folder (the course root) and of the Jupyter config folders (~/.jupyter, where an
+    instructor may keep the course secret)."""
+    from nbgrader.apps.baseapp import NbGrader
 
-    if not (Path(root) / "nbgrader_config.py").is_file():
-        raise SystemExit(f"error: no nbgrader_config.py in {Path(root).resolve()}: run this "
-                         f"from the course's root folder, as nbgrader's own commands")
-    return PyFileConfigLoader("nbgrader_config.py", path=str(root)).load_config()
+    if not Path("nbgrader_config.py").is_file():
+        raise SystemExit(f"error: no nbgrader_config.py in {Path.cwd()}: run this from the "
+                         f"course's root folder, as nbgrader's own commands")
+    app = NbGrader()
+    app.load_config_file()
+    return app.config
 
 
 def parser():
@@ -61,13 +65,12 @@ def main(argv) -> int:
     args, rest = parser().parse_known_args(argv)
     if rest and args.command != "autograde":
         parser().error(f"unrecognized arguments: {' '.join(rest)}")
-    root = Path.cwd()
-    config = course_config_of(root)
-    db_url = config.CourseDirectory.db_url
+    config = nbgrader_config()
+    root, db_url = Path(config.CourseDirectory.root), config.CourseDirectory.db_url
     if args.command == "autograde":
         from .parallel import autograde
 
-        return autograde(root, args.assignment, args.jobs, rest)
+        return autograde(root, args.assignment, args.jobs, config.GradeOutOfProcess, rest)
     if args.command == "report":
         from .report import write
 

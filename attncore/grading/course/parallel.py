@@ -90,13 +90,12 @@ def progress(done, total, what, started, stream=sys.stderr):
     stream.flush()
 
 
-def autograde(root, assignment, jobs, nbgrader_args=(), stream=sys.stderr) -> int:
+def autograde(root, assignment, jobs, config, nbgrader_args=(), stream=sys.stderr) -> int:
     """Grade every submission of `assignment` that `nbgrader autograde` would, on `jobs`
-    processes, then record them with nbgrader; return nbgrader's exit status."""
-    from .instructor import course_config_of
+    processes, then record them with nbgrader; return nbgrader's exit status. config: the
+    GradeOutOfProcess section of nbgrader's configuration."""
     from .secret import student_seed
 
-    config = course_config_of(root).GradeOutOfProcess  # as nbgrader_config.py sets it
     time_limit = config.get("time_limit", TIME_LIMIT)
     sandbox = config.get("sandbox", "bubblewrap")
     force = any(arg in ("--force", "-f") for arg in nbgrader_args)
