@@ -39,7 +39,12 @@ def test_the_page_gives_the_route_this_test_follows():
     text = " ".join(PAGE.read_text().split())
     for step in ("`<student-id>_<assignment>.ipynb`", "`.nbgrader/downloaded/<assignment>/archive/`",
                  "`nbgrader zip_collect <assignment>`", "`nbgrader autograde <assignment>`",
-                 "`nbgrader export`", "`.nbgrader/grades.csv`"):
+                 "`nbgrader export`", "`.nbgrader/grades.csv`",
+                 "`python -m attncore.grading report <assignment>`",
+                 "`python -m attncore.grading export <assignment> --lms canvas`",
+                 "`python -m attncore.grading export <assignment> --lms moodle --out-of 100`",
+                 "python -m attncore.grading autograde 03-masking --jobs 16",
+                 "`nbgrader generate_assignment 03-masking`", "Directory not found. Creating"):
         assert step in text, f"book/instructors.md no longer says {step}"
 
 
