@@ -6,7 +6,7 @@ import sys
 from .course.instructor import COMMANDS
 
 
-def main(argv=None):
+def main(argv: list | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     if argv[:1] and argv[0] in COMMANDS:
         from .course.instructor import main as instructor

@@ -22,11 +22,11 @@ from .layout import WORK
 RECORDS = f"{WORK}/lms"  # <assignment>.json: where each student's notebook came from
 
 
-def record_path(root, assignment) -> Path:
+def record_path(root: str | os.PathLike, assignment: str) -> Path:
     return Path(root) / RECORDS / f"{assignment}.json"
 
 
-def read_record(root, assignment) -> dict:
+def read_record(root: str | os.PathLike, assignment: str) -> dict:
     """{student: {"lms", "lms_id", "name", "file", "late"}} as zip_collect last wrote it,
     {} when it never ran."""
     path = record_path(root, assignment)
@@ -41,12 +41,12 @@ class LmsDownloads(LoggingConfigurable):
         "course's own student ids, relative to the course root; without it, the LMS's ids "
         "are the students' ids.")).tag(config=True)
 
-    def folder(self, step):
+    def folder(self, step: str) -> str:
         """The absolute path of zip_collect's folder `step` (archive, extracted) of this
         assignment."""
         return self.parent._format_collect_path(step)
 
-    def make_plan(self, extracted):
+    def make_plan(self, extracted: str) -> tuple:
         app = self.parent
         assignment = app.coursedir.assignment_id
         released = find_all_notebooks(app.coursedir.format_path(
@@ -87,7 +87,7 @@ class LmsExtractor(LmsDownloads, ExtractorPlugin):
     """nbgrader's extractor, then the extracted folder keeps only the students' latest
     notebooks (see course.downloads)."""
 
-    def extract(self, archive_path, extracted_path):
+    def extract(self, archive_path: str, extracted_path: str) -> None:
         super().extract(archive_path, extracted_path)
         for path in sorted(Path(extracted_path).rglob("*"), reverse=True):
             name = downloads.relative(path, extracted_path)
@@ -109,7 +109,7 @@ class LmsCollector(LmsDownloads, FileNameCollectorPlugin):
 
     plan = None  # made from the extracted folder when the first file is collected
 
-    def collect(self, submitted_file):
+    def collect(self, submitted_file: str) -> dict | None:
         if self.plan is None:
             self.extracted = self.folder(self.parent.extracted_directory)
             self.plan, roster = self.make_plan(self.extracted)
@@ -120,7 +120,7 @@ class LmsCollector(LmsDownloads, FileNameCollectorPlugin):
         student, notebook = self.plan.kept[name]
         return {"student_id": student, "file_id": notebook}
 
-    def write_record(self, roster):
+    def write_record(self, roster: dict | None) -> None:
         app = self.parent
         record = {}
         for path, (student, _) in self.plan.kept.items():

@@ -18,7 +18,9 @@ macOS's `__MACOSX/` folders and hidden files are ignored; a notebook whose name 
 none of the layouts, or a student missing from the roster, is an error named by file.
 """
 import csv
+import os
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
@@ -85,7 +87,8 @@ class Plan:
     problems: list
 
 
-def plan(notebooks, released, roster=None, downloaded_at=lambda path: 0.0):
+def plan(notebooks: list, released: list, roster: dict | None = None,
+         downloaded_at: Callable[[str], float] = lambda path: 0.0) -> Plan:
     """The Plan for the extracted notebooks' paths (relative, "/" between folders).
 
     released: the assignment's notebook names; a student's notebook of another name is
@@ -129,7 +132,7 @@ def plan(notebooks, released, roster=None, downloaded_at=lambda path: 0.0):
     return Plan(kept, downloads, superseded, problems)
 
 
-def roster_student(roster, download):
+def roster_student(roster: dict, download: Download) -> str | None:
     """The course's id of a download's student: by LMS id, or for Moodle, whose participant
     ids differ from one assignment to the next, by the full name; None when not there."""
     if download.lms_id in roster:
@@ -140,7 +143,7 @@ def roster_student(roster, download):
     return None
 
 
-def read_roster(path) -> dict:
+def read_roster(path: str | os.PathLike) -> dict:
     """{lms id: {"name", "student_id"}} of a roster CSV with the columns ROSTER_COLUMNS."""
     with open(path, newline="", encoding="utf-8-sig") as file:
         rows = list(csv.DictReader(file))
@@ -152,6 +155,6 @@ def read_roster(path) -> dict:
                                     "student_id": row["student_id"].strip()} for row in rows}
 
 
-def relative(path, folder) -> str:
+def relative(path: str | os.PathLike, folder: str | os.PathLike) -> str:
     """path relative to folder, "/" between its parts."""
     return Path(path).relative_to(folder).as_posix()

@@ -18,6 +18,7 @@ LMSs leave as it is, not a 0, unless missing_as_zero.
 """
 import csv
 import datetime
+import os
 import zipfile
 from pathlib import Path
 
@@ -29,7 +30,7 @@ from .report import REPORTS, class_rows
 LMS_CHOICES = ("canvas", "moodle")
 
 
-def lms_ids(root, assignment) -> tuple:
+def lms_ids(root: str | os.PathLike, assignment: str) -> tuple:
     """({student: (lms id, name)} from this assignment's downloads, else the roster;
     whether a roster maps the ids). Without a roster, zip_collect keeps the LMS's ids, so a
     student id is the LMS's own."""
@@ -43,7 +44,8 @@ def lms_ids(root, assignment) -> tuple:
     return ids, roster.is_file()
 
 
-def export(root, db_url, assignment, lms, column="", missing_as_zero=False, out_of=None):
+def export(root: str | os.PathLike, db_url: str, assignment: str, lms: str, column: str = "",
+           missing_as_zero: bool = False, out_of: float | None = None) -> tuple:
     """Write the CSV `lms` imports; return (its path, [students with a grade it leaves out,
     having no LMS id]).
 
@@ -87,7 +89,7 @@ def export(root, db_url, assignment, lms, column="", missing_as_zero=False, out_
     return path, left_out
 
 
-def feedback_zip(root, assignment, lms):
+def feedback_zip(root: str | os.PathLike, assignment: str, lms: str) -> tuple:
     """Zip each student's feedback page under the name `lms` files it by: Canvas's
     "Re-upload submissions" reads the user id and the id of the uploaded file from the name
     its download gave (the page keeps that name); Moodle's "Upload multiple feedback files

@@ -20,7 +20,7 @@ CODE = re.compile(r"(```.*?```|~~~.*?~~~|`[^`\n]*`)", re.S)  # math is not looke
 HELD = re.compile(r"ATTNCOREMATH(\d+)Z")
 
 
-def hold_math(markdown) -> tuple:
+def hold_math(markdown: str) -> tuple:
     """(markdown with each formula replaced by a placeholder, [the formulas as MathML])."""
     maths = []
 
@@ -38,7 +38,7 @@ def hold_math(markdown) -> tuple:
                    for k, part in enumerate(parts)), maths
 
 
-def restore_math(html, maths) -> str:
+def restore_math(html: str, maths: list) -> str:
     """html with each placeholder replaced by its formula."""
     return HELD.sub(lambda match: maths[int(match[1])], html)
 
@@ -47,6 +47,6 @@ class FeedbackPage(HTMLExporter):
     """The HTML exporter of nbgrader generate_feedback (course.config), math as MathML."""
 
     @pass_context
-    def markdown2html(self, context, source):
+    def markdown2html(self, context: dict, source: str) -> str:
         held, maths = hold_math(source)
         return restore_math(super().markdown2html(context, held), maths)

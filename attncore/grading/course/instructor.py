@@ -11,10 +11,12 @@ import argparse
 import sys
 from pathlib import Path
 
+from traitlets.config import Config
+
 COMMANDS = ("autograde", "report", "export", "feedback", "seed")
 
 
-def nbgrader_config():
+def nbgrader_config() -> Config:
     """The Config nbgrader's own commands would load here: nbgrader_config.py of this
     folder (the course root) and of the Jupyter config folders (~/.jupyter, where an
     instructor may keep the course secret)."""
@@ -28,7 +30,7 @@ def nbgrader_config():
     return app.config
 
 
-def parser():
+def parser() -> argparse.ArgumentParser:
     commands = argparse.ArgumentParser(prog="python -m attncore.grading", description=(
         "The instructor's commands of the course, run from the folder of "
         "nbgrader_config.py (the learner's self-check is `check NOTEBOOK`)."))
@@ -61,7 +63,7 @@ def parser():
     return commands
 
 
-def main(argv) -> int:
+def main(argv: list) -> int:
     args, rest = parser().parse_known_args(argv)
     if rest and args.command != "autograde":
         parser().error(f"unrecognized arguments: {' '.join(rest)}")

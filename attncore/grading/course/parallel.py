@@ -22,7 +22,9 @@ import shutil
 import subprocess
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
+from typing import TextIO
 
 from .layout import WORK
 from .runner import TIME_LIMIT, CellVerdict, grade_notebook
@@ -30,7 +32,7 @@ from .runner import TIME_LIMIT, CellVerdict, grade_notebook
 AHEAD = f"{WORK}/ahead"  # <assignment>/<student>.json: verdicts graded in the pool
 
 
-def notebook_key(cells, seed, time_limit, sandbox) -> str:
+def notebook_key(cells: list, seed: int, time_limit: float, sandbox: str) -> str:
     """A digest of everything a notebook's verdicts depend on: what the grader reads of each
     cell (its type, source, and nbgrader's grade_id, grade and solution), the seed, the
     time limit and the sandbox."""
@@ -45,14 +47,14 @@ def notebook_key(cells, seed, time_limit, sandbox) -> str:
     return hashlib.sha256(blob.encode()).hexdigest()
 
 
-def save_ahead(path, key, verdicts):
+def save_ahead(path: str | os.PathLike, key: str, verdicts: dict) -> None:
     """Keep a notebook's {grade_id: CellVerdict} under its key."""
     Path(path).parent.mkdir(parents=True, exist_ok=True)
     Path(path).write_text(json.dumps({"key": key, "verdicts": {
         grade_id: dataclasses.asdict(verdict) for grade_id, verdict in verdicts.items()}}))
 
 
-def load_ahead(path, key):
+def load_ahead(path: str | os.PathLike, key: str) -> dict | None:
     """The verdicts kept at path when they were graded under this key, else None."""
     try:
         kept = json.loads(Path(path).read_text())
@@ -65,7 +67,7 @@ def load_ahead(path, key):
             for grade_id, fields in kept["verdicts"].items()}
 
 
-def grade_ahead(task):
+def grade_ahead(task: tuple) -> tuple:
     """Pool work: grade one submission and keep its verdicts; (student, error or "")."""
     student, notebook, target, seed, time_limit, sandbox = task
     try:
@@ -78,7 +80,7 @@ def grade_ahead(task):
     return student, ""
 
 
-def progress(done, total, what, started, stream=sys.stderr):
+def progress(done: int, total: int, what: str, started: float, stream: TextIO = sys.stderr) -> None:
     """Draw a one-line progress bar: done of total, the rate and the time left."""
     width = 30
     filled = width * done // max(total, 1)
@@ -90,7 +92,8 @@ def progress(done, total, what, started, stream=sys.stderr):
     stream.flush()
 
 
-def autograde(root, assignment, jobs, config, nbgrader_args=(), stream=sys.stderr) -> int:
+def autograde(root: Path, assignment: str, jobs: int, config: dict, nbgrader_args: Sequence = (),
+              stream: TextIO = sys.stderr) -> int:
     """Grade every submission of `assignment` that `nbgrader autograde` would, on `jobs`
     processes, then record them with nbgrader; return nbgrader's exit status. config: the
     GradeOutOfProcess section of nbgrader's configuration."""
@@ -127,7 +130,8 @@ def autograde(root, assignment, jobs, config, nbgrader_args=(), stream=sys.stder
     return status
 
 
-def record(root, assignment, ahead, nbgrader_args, total, stream) -> int:
+def record(root: Path, assignment: str, ahead: Path, nbgrader_args: Sequence, total: int,
+           stream: TextIO) -> int:
     """Run nbgrader autograde with the verdicts graded ahead; show its progress, pass on
     its warnings, errors and summary, and keep its whole log in .nbgrader/."""
     bin_dir = os.path.dirname(sys.executable)  # nbgrader calls `alembic` from PATH

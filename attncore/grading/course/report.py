@@ -16,6 +16,7 @@ those the students' feedback names.
 """
 import csv
 import json
+import os
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -44,7 +45,7 @@ class Student:
     reason: str = ""  # why the submission could not be graded
 
 
-def named_in(notebook_path) -> list:
+def named_in(notebook_path: str | os.PathLike) -> list:
     """[(function, misconception)] the grader named in an autograded notebook's failed test
     cells, each once, in the notebook's order."""
     notebook = json.loads(Path(notebook_path).read_text(encoding="utf-8"))
@@ -64,7 +65,7 @@ ASSIGNMENT_OF = {function: assignment for assignment, functions in ASSIGNMENTS.i
                  for function in functions}
 
 
-def class_rows(root, db_url, assignment) -> list:
+def class_rows(root: str | os.PathLike, db_url: str, assignment: str) -> list:
     """A Student for everyone the course knows (the gradebook's students, the roster, the
     LMS downloads), sorted by student id."""
     from nbgrader.api import Gradebook, MissingEntry
@@ -96,7 +97,7 @@ def class_rows(root, db_url, assignment) -> list:
     return rows
 
 
-def counts(rows, assignment) -> dict:
+def counts(rows: list, assignment: str) -> dict:
     """{function: Counter({misconception: students})} over the rows, every graded function
     of the assignment present, in the assignment's order."""
     tally = {function: Counter() for function in ASSIGNMENTS[assignment]}
@@ -106,7 +107,7 @@ def counts(rows, assignment) -> dict:
     return tally
 
 
-def write(root, db_url, assignment) -> Path:
+def write(root: str | os.PathLike, db_url: str, assignment: str) -> Path:
     """Write reports/<assignment>/ (students.csv, misconceptions.csv, report.html) under
     the course root; return the folder."""
     from .report_page import render

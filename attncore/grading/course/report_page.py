@@ -40,7 +40,7 @@ code { overflow-wrap: break-word; }
 """
 
 
-def section_of(assignment, function, misconception) -> str:
+def section_of(assignment: str, function: str, misconception: str) -> str:
     """The label of the book's section that explains a misconception of a function."""
     for words, label in SECTION_OF_WORDS:
         if words in misconception:
@@ -48,7 +48,7 @@ def section_of(assignment, function, misconception) -> str:
     return SECTION_OF_FUNCTION.get(function) or SECTION_OF_ASSIGNMENT[assignment]
 
 
-def book_sections(book) -> dict:
+def book_sections(book: Path) -> dict:
     """{label: (page stem, section title)} of the book's MyST sources in the folder `book`."""
     sections = {}
     for page in sorted(Path(book).glob("*.md")):
@@ -58,14 +58,14 @@ def book_sections(book) -> dict:
     return sections
 
 
-def book_home(root) -> Path:
+def book_home(root: Path) -> Path:
     """The clone whose book/ the links point into: the course's own folder when it holds
     the book, else the clone this attncore is installed from (pip install -e)."""
     clone = Path(__file__).resolve().parents[3]
     return root if any((Path(root) / "book").glob("*.md")) else clone
 
 
-def render(assignment, rows, tally, root) -> str:
+def render(assignment: str, rows: list, tally: dict, root: str | os.PathLike) -> str:
     """The report page of an assignment from its Student rows and misconception counts."""
     root = Path(root)
     graded = [row for row in rows if row.status == "graded"]
@@ -117,13 +117,13 @@ def render(assignment, rows, tally, root) -> str:
             "<body>" + "\n".join(parts) + "</body></html>\n")
 
 
-def chapter_name(page) -> str:
+def chapter_name(page: str | None) -> str:
     """"Chapter 3, " for the page 03-masking; "" for none."""
     number = page and re.match(r"(\d+)-", page)
     return f"Chapter {int(number[1])}, " if number else ""
 
 
-def histogram(scores, most) -> str:
+def histogram(scores: list, most: float) -> str:
     """An inline SVG bar chart of the scores: one bar per point (at most 20 bars)."""
     if not scores:
         return "<p>No graded submission yet.</p>"
@@ -147,7 +147,7 @@ def histogram(scores, most) -> str:
             f'{escape(summary)}">{rects}{labels}</svg>')
 
 
-def table(header, rows) -> str:
+def table(header: list, rows: list) -> str:
     head = "".join(f"<th>{escape(h)}</th>" for h in header)
     body = "".join("<tr>" + "".join(f"<td>{escape(str(v))}</td>" for v in row) + "</tr>"
                    for row in rows)

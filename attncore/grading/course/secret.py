@@ -54,7 +54,7 @@ def course_secret(path: str | os.PathLike) -> str:
     return text
 
 
-def student_seed(root, assignment: str, student: str, secret: str = "") -> int:
+def student_seed(root: str | os.PathLike, assignment: str, student: str, secret: str = "") -> int:
     """The replay seed of `student`'s `assignment` in the course at `root`, keyed by
     `secret` (nbgrader_config.py's GradeOutOfProcess.secret) or, when that is empty, by the
     course's secret file, made the first time."""
