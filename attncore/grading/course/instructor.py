@@ -30,6 +30,13 @@ def nbgrader_config() -> Config:
     return app.config
 
 
+def positive(text: str) -> int:
+    """An argument that must be a whole number above 0."""
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"a whole number above 0, not {text!r}")
+    return int(text)
+
+
 def parser() -> argparse.ArgumentParser:
     commands = argparse.ArgumentParser(prog="python -m attncore.grading", description=(
         "The instructor's commands of the course, run from the folder of "
@@ -42,7 +49,7 @@ def parser() -> argparse.ArgumentParser:
         return made
 
     autograde = command("autograde", "nbgrader autograde on several cores")
-    autograde.add_argument("--jobs", type=int, default=2, help="processes that grade at once")
+    autograde.add_argument("--jobs", type=positive, default=2, help="processes that grade at once")
     command("report", "reports/<assignment>/: report.html, students.csv, misconceptions.csv")
     export = command("export", "reports/<assignment>/<lms>-grades.csv, the file the LMS's "
                                "gradebook imports")
@@ -64,9 +71,19 @@ def parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list) -> int:
+    """Run one instructor's command; 0 when done, 2 (and why on stderr) when it cannot."""
     args, rest = parser().parse_known_args(argv)
     if rest and args.command != "autograde":
         parser().error(f"unrecognized arguments: {' '.join(rest)}")
+    try:
+        return run(args, rest)
+    except (LookupError, ValueError, OSError) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+
+
+def run(args: argparse.Namespace, rest: list) -> int:
+    """The command args names, with nbgrader's options rest (autograde only)."""
     config = nbgrader_config()
     root, db_url = Path(config.CourseDirectory.root), config.CourseDirectory.db_url
     if args.command == "autograde":

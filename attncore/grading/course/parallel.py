@@ -102,7 +102,12 @@ def autograde(root: Path, assignment: str, jobs: int, config: dict, nbgrader_arg
     time_limit = config.get("time_limit", TIME_LIMIT)
     sandbox = config.get("sandbox", "bubblewrap")
     force = any(arg in ("--force", "-f") for arg in nbgrader_args)
-    only = [arg.split("=", 1)[1] for arg in nbgrader_args if arg.startswith("--student=")]
+    only = []  # nbgrader's --student=ID or --student ID
+    for k, arg in enumerate(nbgrader_args):
+        if arg.startswith("--student="):
+            only.append(arg.split("=", 1)[1])
+        elif arg == "--student" and k + 1 < len(nbgrader_args):
+            only.append(nbgrader_args[k + 1])
     ahead = Path(root) / AHEAD / assignment
     shutil.rmtree(ahead, ignore_errors=True)
     tasks = []

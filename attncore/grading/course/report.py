@@ -78,7 +78,11 @@ def class_rows(root: str | os.PathLike, db_url: str, assignment: str) -> list:
         known |= {entry["student_id"] for entry in read_roster(roster).values()}
     rows = []
     with Gradebook(db_url) as gradebook:
-        most = gradebook.find_assignment(assignment).max_score
+        try:
+            most = gradebook.find_assignment(assignment).max_score
+        except MissingEntry:
+            raise LookupError(f"the gradebook has no assignment {assignment!r}: run `nbgrader "
+                              f"generate_assignment {assignment}`, then autograde it") from None
         known |= {student.id for student in gradebook.students}
         for student in sorted(known):
             if student in why_not:
