@@ -113,6 +113,10 @@ def week(tmp_path_factory):
             course.exports[name] = table(course.reports / f"{args[1]}-grades.csv")
         else:
             runs[name] = course.run(*args)
+    # last, a download no layout reads: zip_collect stops before it copies anything
+    course.submitted = {p: p.read_bytes() for p in (course.root / WORK / "submitted").rglob("*.ipynb")}
+    (archive / "my homework.ipynb").write_text(RIGHT)
+    runs["unreadable"] = course.run("nbgrader", "zip_collect", A, "--force")
     course.runs = runs
     return course
 
@@ -138,17 +142,12 @@ def test_both_downloads_are_collected_as_they_come(week):
         "file": NB, "late": False, "lms": "moodle", "lms_id": "201", "name": "Frank Li"}
 
 
-def test_a_name_no_layout_reads_stops_zip_collect_and_names_the_file(tmp_path):
-    course = Course(tmp_path, [A])
-    course.generate(A)
-    archive = course.root / WORK / "downloaded" / A / "archive"
-    archive.mkdir(parents=True)
-    (archive / f"smithalice_101_5001_{NB}").write_text(RIGHT)
-    (archive / "my homework.ipynb").write_text(RIGHT)
-    collected = course.run("nbgrader", "zip_collect", A)
+def test_a_name_no_layout_reads_stops_zip_collect_and_names_the_file(week):
+    collected = week.runs["unreadable"]
     assert collected.returncode == 1
     assert "my homework.ipynb: the name follows no layout" in collected.stderr
-    assert not (course.root / WORK / "submitted").exists()
+    after = {p: p.read_bytes() for p in (week.root / WORK / "submitted").rglob("*.ipynb")}
+    assert after == week.submitted  # nothing copied, nothing removed
 
 
 def test_every_student_is_graded_or_ungradable_with_a_reason_and_autograde_says_so(week):
