@@ -10,13 +10,15 @@
 import argparse
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from traitlets.config import Config
+if TYPE_CHECKING:  # the learner's self-check runs through this package without traitlets
+    from traitlets.config import Config
 
 COMMANDS = ("autograde", "report", "export", "feedback", "seed")
 
 
-def nbgrader_config() -> Config:
+def nbgrader_config() -> "Config":
     """The Config nbgrader's own commands would load here: nbgrader_config.py of this
     folder (the course root) and of the Jupyter config folders (~/.jupyter, where an
     instructor may keep the course secret)."""
