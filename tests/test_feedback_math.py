@@ -47,3 +47,12 @@ def test_every_formula_of_the_exercises_becomes_mathml(notebook):
             # no dollar left outside code: every formula was found
             prose = re.sub(r"```.*?```|`[^`\n]*`", "", held, flags=re.S)
             assert not re.search(r"(?<!\\)\$", prose), (notebook.name, prose[:300])
+
+
+def test_a_learners_tex_cannot_bring_markup_links_or_styles():
+    held, maths = hold_math(r"$\text{<script>alert(1)</script>}$ $\href{javascript:alert(1)}{x}$ "
+                            r"$\style{color:red}{x}$ and ATTNCOREMATH7Z typed by hand")
+    page = restore_math(held, maths)
+    assert "<script" not in page and "javascript" not in page and "style=" not in page
+    assert "&lt;script&gt;" in page and page.count("<math") == 3
+    assert page.endswith("and ATTNCOREMATH7Z typed by hand")

@@ -232,3 +232,16 @@ def test_autograde_repairs_first_contains_each_submission_and_escapes_its_log(tm
     filters = config.Application.logging_config["handlers"]["console"]["filters"]
     assert [config.Application.logging_config["filters"][name]["()"] for name in filters] == \
         [f"{PrintableRecords.__module__}.{PrintableRecords.__name__}"]
+
+
+GRADING_MODULES = ["attncore.grading.observe", *(f"attncore.grading.course.{name}" for name in (
+    "arena", "cgroups", "contain", "memory", "normalise", "pages", "printable", "process",
+    "runner", "sandbox", "seccomp", "selfcheck", "ungradable", "verdict", "wire", "worker"))]
+
+
+@pytest.mark.parametrize("name", GRADING_MODULES)
+def test_the_graders_public_functions_are_annotated(name):
+    """The rule of tests/test_type_hints.py, for the modules that run and contain the grading."""
+    from .test_type_hints import test_public_functions_are_annotated
+
+    test_public_functions_are_annotated(name)

@@ -4,7 +4,9 @@ nbgrader_config.py at the repository root merges course_config(root). Autograde 
 nbgrader's own default pipeline with three changes:
 - its Execute preprocessor (which would run the learner's code in the process that
   grades it) is replaced by GradeOutOfProcess, so the scores and the feedback come from
-  course.runner and nbgrader's SaveAutoGrades records them as usual;
+  course.runner and nbgrader's SaveAutoGrades records them as usual (but for a cell the
+  grader itself failed on, which LeaveGraderErrorsToTheInstructor leaves for manual
+  grading);
 - its sanitising steps start with NormaliseMetadata (course.normalise), so that no
   metadata a submission holds stops nbgrader's checks;
 - its exporter is course.contain's, so that a submission that cannot be graded is
@@ -45,12 +47,12 @@ def _nbgrader_templates():
 def course_config(root):
     """The nbgrader Config for a course rooted at `root` (creates root/.nbgrader)."""
     from nbgrader.converters import Autograde
-    from nbgrader.preprocessors import Execute
+    from nbgrader.preprocessors import Execute, SaveAutoGrades
 
     from .collect import LmsCollector, LmsExtractor
     from .contain import ContainedExporter
-    from .feedback_page import FeedbackPage
-    from .preprocessors import GradeOutOfProcess, NormaliseMetadata
+    from .feedback_page import markdown2html
+    from .preprocessors import GradeOutOfProcess, LeaveGraderErrorsToTheInstructor, NormaliseMetadata
 
     root = os.path.abspath(root)
     work = os.path.join(root, WORK)
@@ -69,17 +71,24 @@ def course_config(root):
     # Canvas's and Moodle's downloads as they come (course.downloads reads their names)
     c.ZipCollectApp.extractor_plugin = LmsExtractor
     c.ZipCollectApp.collector_plugin = LmsCollector
-    c.HTMLExporter.template_name = "attncore_feedback"
-    c.HTMLExporter.extra_template_basedirs = [str(TEMPLATES), _nbgrader_templates()]
+    # The feedback page's exporter only (formgrader's keeps its own grading page).
+    c.GenerateFeedback.HTMLExporter.template_name = "attncore_feedback"
+    c.GenerateFeedback.HTMLExporter.extra_template_basedirs = [str(TEMPLATES), _nbgrader_templates()]
     # the page, which extends nbgrader's feedback page (index.html.j2) under its own name
-    c.HTMLExporter.template_file = "feedback.html.j2"
-    c.HTMLExporter.filters = {"test_cell": name_test_cell}
-    c.GenerateFeedback.exporter_class = FeedbackPage  # math as MathML: no MathJax in the page
+    c.GenerateFeedback.HTMLExporter.template_file = "feedback.html.j2"
+    # Every page nbgrader renders of a submission (feedback, formgrader's) shows what the
+    # learner wrote as text: their Markdown (course.pages), raw cells and outputs are
+    # sanitised, so no script of theirs runs in the instructor's browser; its math is
+    # MathML, written when the page is made (course.feedback_page), so no page needs MathJax.
+    c.HTMLExporter.filters = {"test_cell": name_test_cell, "markdown2html": markdown2html}
+    c.HTMLExporter.sanitize_html = True
     c.ClearSolutions.code_stub = {"python": "# YOUR CODE HERE\nraise NotImplementedError()"}
     c.ClearSolutions.text_stub = "YOUR ANSWER HERE"
     default = Autograde.class_traits()["autograde_preprocessors"].default()
     c.Autograde.autograde_preprocessors = [
-        GradeOutOfProcess if step is Execute else step for step in default]
+        replaced for step in default for replaced in
+        ([GradeOutOfProcess] if step is Execute else
+         [step, LeaveGraderErrorsToTheInstructor] if step is SaveAutoGrades else [step])]
     c.Autograde.sanitize_preprocessors = [
         NormaliseMetadata, *Autograde.class_traits()["sanitize_preprocessors"].default()]
     c.Autograde.exporter_class = ContainedExporter

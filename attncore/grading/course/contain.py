@@ -28,7 +28,8 @@ class ContainedExporter(NotebookExporter):
     """nbgrader's notebook exporter, with each notebook's failure contained and recorded
     (its parent is the Autograde converter, which knows the course folder and the phase)."""
 
-    def from_filename(self, filename, resources=None, **kw):
+    def from_filename(self, filename: str, resources: dict | None = None,
+                      **kw: object) -> tuple[str, dict]:
         info = resources["nbgrader"]
         root = self.parent.coursedir.root
         try:
@@ -50,7 +51,7 @@ class ContainedExporter(NotebookExporter):
         raise Ungradable(reason) from None  # the traceback is logged above, once
 
 
-def reason_unreadable(filename, error):
+def reason_unreadable(filename: str, error: Exception) -> str:
     """Why a file could not be read as a notebook, as one sentence."""
     name, kind = printable(Path(filename).name), type(error).__name__
     if isinstance(error, nbformat.NBFormatError):
@@ -60,7 +61,7 @@ def reason_unreadable(filename, error):
     return f"{name} could not be read ({kind}: {_first_line(error)}): nothing graded"
 
 
-def reason_not_graded(filename, error):
+def reason_not_graded(filename: str, error: Exception) -> str:
     """Why a notebook that was read could not be graded, as one sentence."""
     name, kind = printable(Path(filename).name), type(error).__name__
     if isinstance(error, NotebookValidationError):

@@ -5,7 +5,7 @@ writes stay serial. So the grading is split in two:
 
 1. the sandboxed part, nearly all of the time, runs for every submission in a pool of N
    processes, each verdict kept with a key of everything it depends on (the notebook's
-   cells, the draw, the time limit, the sandbox);
+   cells, the draw, the grading options);
 2. then `nbgrader autograde` runs as usual, with GradeOutOfProcess.ahead pointing at
    those verdicts: a notebook whose key matches takes them instead of being graded
    again, and any other (a cell nbgrader restored, an option given only to nbgrader) is
@@ -27,15 +27,16 @@ from pathlib import Path
 from typing import TextIO
 
 from .layout import WORK
-from .runner import TIME_LIMIT, CellVerdict, grade_notebook
+from .runner import grade_notebook
+from .verdict import CellVerdict
 
 AHEAD = f"{WORK}/ahead"  # <assignment>/<student>.json: verdicts graded in the pool
 
 
-def notebook_key(cells: list, seed: int, time_limit: float, sandbox: str) -> str:
+def notebook_key(cells: list, seed: int, options: dict) -> str:
     """A digest of everything a notebook's verdicts depend on: what the grader reads of each
-    cell (its type, source, and nbgrader's grade_id, grade and solution), the seed, the
-    time limit and the sandbox."""
+    cell (its type, source, and nbgrader's grade_id, grade and solution), the seed, and
+    grade_notebook's options (time limits, restarts, the sandbox)."""
     def read(cell):
         source = cell["source"]
         meta = cell.get("metadata", {}).get("nbgrader", {})
@@ -43,7 +44,7 @@ def notebook_key(cells: list, seed: int, time_limit: float, sandbox: str) -> str
                 *(meta.get(name) for name in ("grade_id", "grade", "solution"))]
 
     parts = [read(cell) for cell in cells]
-    blob = json.dumps([parts, seed, float(time_limit), sandbox], sort_keys=True)
+    blob = json.dumps([parts, seed, options], sort_keys=True)
     return hashlib.sha256(blob.encode()).hexdigest()
 
 
@@ -69,14 +70,13 @@ def load_ahead(path: str | os.PathLike, key: str) -> dict | None:
 
 def grade_ahead(task: tuple) -> tuple:
     """Pool work: grade one submission and keep its verdicts; (student, error or "")."""
-    student, notebook, target, seed, time_limit, sandbox = task
+    student, notebook, target, seed, options = task
     try:
         cells = json.loads(Path(notebook).read_text(encoding="utf-8"))["cells"]
-        verdicts = grade_notebook(cells, cwd=Path(notebook).parent, time_limit=time_limit,
-                                  sandbox=sandbox, seed=seed)
+        verdicts = grade_notebook(cells, cwd=Path(notebook).parent, seed=seed, **options)
     except Exception as error:  # nbgrader meets it again and records it as it does
         return student, f"{type(error).__name__}: {error}"
-    save_ahead(target, notebook_key(cells, seed, time_limit, sandbox), verdicts)
+    save_ahead(target, notebook_key(cells, seed, options), verdicts)
     return student, ""
 
 
@@ -97,10 +97,10 @@ def autograde(root: Path, assignment: str, jobs: int, config: dict, nbgrader_arg
     """Grade every submission of `assignment` that `nbgrader autograde` would, on `jobs`
     processes, then record them with nbgrader; return nbgrader's exit status. config: the
     GradeOutOfProcess section of nbgrader's configuration."""
+    from .preprocessors import grading_options
     from .secret import student_seed
 
-    time_limit = config.get("time_limit", TIME_LIMIT)
-    sandbox = config.get("sandbox", "bubblewrap")
+    options = grading_options(config)
     force = any(arg in ("--force", "-f") for arg in nbgrader_args)
     only = []  # nbgrader's --student=ID or --student ID
     for k, arg in enumerate(nbgrader_args):
@@ -118,8 +118,7 @@ def autograde(root: Path, assignment: str, jobs: int, config: dict, nbgrader_arg
             continue  # nbgrader skips it too
         seed = config.get("seed") if config.get("seed") is not None else student_seed(
             root, assignment, student, config.get("secret", ""))
-        tasks.append((student, str(notebook), str(ahead / f"{student}.json"), seed,
-                      time_limit, sandbox))
+        tasks.append((student, str(notebook), str(ahead / f"{student}.json"), seed, options))
     started = time.monotonic()
     context = multiprocessing.get_context("spawn")
     with concurrent.futures.ProcessPoolExecutor(jobs, mp_context=context) as pool:

@@ -1,9 +1,11 @@
 """The nbgrader preprocessors of autograde (see config.py): one repairs a submission's
-grading metadata before nbgrader checks it, one grades it out of process."""
+grading metadata before nbgrader checks it, one grades it out of process, one leaves a
+cell the grader itself failed on for the instructor to grade."""
 import atexit
 import sys
 
 import nbformat
+from nbformat import NotebookNode
 from nbgrader.api import Gradebook
 from nbgrader.preprocessors import NbGraderPreprocessor
 from traitlets import Enum, Float, Integer, Unicode
@@ -12,8 +14,13 @@ from . import ungradable
 from .layout import VERDICT_KEY, WORK, function_of, parse_grade_id
 from .normalise import Known, normalise
 from .parallel import load_ahead, notebook_key
-from .runner import TIME_LIMIT, as_sentence, grade_notebook, test_cells
+from .printable import printable
+from .process import NOTEBOOK_SECONDS, RESTARTS
+from .runner import TIME_LIMIT, grade_notebook, test_cells
 from .secret import SECRET_FILE, student_seed
+from .verdict import as_sentence
+
+GRADER_ERRORS = "attncore_grader_errors"  # resources key: the cells the grader failed on
 
 
 class GradeOutOfProcess(NbGraderPreprocessor):
@@ -43,22 +50,38 @@ class GradeOutOfProcess(NbGraderPreprocessor):
         "attncore.grading autograde --jobs N writes it): a notebook whose cells and draw "
         "match its student's takes them instead of being graded again.")).tag(config=True)
 
+    notebook_time_limit = Float(NOTEBOOK_SECONDS, help=(
+        "Seconds one notebook may take in all (its cells, calls and worker restarts); "
+        "the tests not run by then fail, saying so.")).tag(config=True)
+    restarts = Integer(RESTARTS, help=(
+        "Times one notebook's worker is started again after its code stopped it; the "
+        "tests not run by then fail, saying so.")).tag(config=True)
+
     def preprocess(self, nb, resources):
         folder = resources.get("metadata", {}).get("path") or "."
         seed = self.draw(resources)
-        verdicts = self.graded_ahead(nb.cells, seed, resources) or grade_notebook(
-            nb.cells, cwd=folder, time_limit=self.time_limit, sandbox=self.sandbox, seed=seed)
+        options = self.options()
+        verdicts = self.graded_ahead(nb.cells, seed, options, resources) or grade_notebook(
+            nb.cells, cwd=folder, seed=seed, **options)
+        student = resources.get("nbgrader", {}).get("student", "?")
         for grade_id, cell in test_cells(nb.cells):
             verdict = verdicts[grade_id]
+            kind = "GraderError" if verdict.grader_error else "AssertionError"
             cell.outputs = [
                 nbformat.v4.new_output("stream", name="stdout", text=verdict.text() + "\n")
                 if verdict.passed else
-                nbformat.v4.new_output("error", ename="AssertionError", evalue=verdict.text(),
+                nbformat.v4.new_output("error", ename=kind, evalue=verdict.text(),
                                        traceback=[verdict.text()])]
+            if verdict.grader_error:
+                self.log.error("grader error in cell %s of student %s (not the student's "
+                               "mistake; the cell is left for manual grading):\n%s",
+                               printable(grade_id), student, verdict.grader_error)
+                resources.setdefault(GRADER_ERRORS, []).append(grade_id)
             function, suite = parse_grade_id(grade_id) or (grade_id, "")
             cell.metadata[VERDICT_KEY] = {
-                "function": function, "suite": suite,
-                "passed": verdict.passed, "misconception": verdict.misconception, "seed": seed}
+                "function": function, "suite": suite, "passed": verdict.passed,
+                "misconception": verdict.misconception, "seed": seed,
+                "grader_error": bool(verdict.grader_error)}
         # A function's own cell that raised (or never finished) when the grader ran it
         # says so under the cell, where the learner looks for it (the feedback page too).
         loaded = {function_of(gid): v.load_problem for gid, v in verdicts.items() if v.load_problem}
@@ -89,12 +112,16 @@ class GradeOutOfProcess(NbGraderPreprocessor):
         return student_seed(CourseDirectory(config=self.config).root, graded["assignment"],
                             graded["student"], self.secret)
 
-    def graded_ahead(self, cells, seed, resources):
-        """The verdicts graded ahead for this very notebook and draw, or None."""
+    def options(self):
+        """grade_notebook's options, as configured."""
+        return grading_options({trait: getattr(self, trait) for trait in OPTIONS.values()})
+
+    def graded_ahead(self, cells, seed, options, resources):
+        """The verdicts graded ahead for this very notebook, draw and options, or None."""
         if not self.ahead:
             return None
         student = resources.get("nbgrader", {}).get("student")
-        key = notebook_key(cells, seed, self.time_limit, self.sandbox)
+        key = notebook_key(cells, seed, options)
         verdicts = load_ahead(f"{self.ahead}/{student}.json", key)
         if verdicts is not None:
             AHEAD.add((resources["nbgrader"].get("assignment"), student))
@@ -109,6 +136,18 @@ class GradeOutOfProcess(NbGraderPreprocessor):
             atexit.register(print_summary, graded.get("db_url"),
                             CourseDirectory(config=self.config).root)
         GRADED.setdefault(graded.get("assignment"), set()).add(graded.get("student"))
+
+
+# grade_notebook's keyword: the trait of GradeOutOfProcess that sets it
+OPTIONS = {"time_limit": "time_limit", "sandbox": "sandbox", "seconds": "notebook_time_limit",
+           "restarts": "restarts"}
+
+
+def grading_options(config) -> dict:
+    """grade_notebook's options from GradeOutOfProcess's configuration (a Config section or
+    a dict of trait values), each trait's default where it says nothing."""
+    traits = GradeOutOfProcess.class_traits()
+    return {keyword: config.get(trait, traits[trait].default()) for keyword, trait in OPTIONS.items()}
 
 
 GRADED = {}  # assignment -> the students graded by this process, for print_summary
@@ -148,7 +187,7 @@ class NormaliseMetadata(NbGraderPreprocessor):
     (course.normalise), so that nbgrader's own checks never stop on a submission and
     score only the instructor's cells."""
 
-    def preprocess(self, nb, resources):
+    def preprocess(self, nb: NotebookNode, resources: dict) -> tuple[NotebookNode, dict]:
         info = resources["nbgrader"]
         known = gradebook_cells(info["db_url"], info["notebook"], info["assignment"])
         for repair in normalise(nb.cells, known):
@@ -156,7 +195,7 @@ class NormaliseMetadata(NbGraderPreprocessor):
         return nbformat.from_dict(nb), resources
 
 
-def gradebook_cells(db_url, notebook, assignment):
+def gradebook_cells(db_url: str, notebook: str, assignment: str) -> dict[str, Known]:
     """{grade id: Known} of every cell the gradebook holds for one notebook."""
     with Gradebook(db_url) as gradebook:
         source = gradebook.find_notebook(notebook, assignment)
@@ -169,3 +208,22 @@ def gradebook_cells(db_url, notebook, assignment):
             points=graded.get(cell.name, tasks.get(cell.name)),
             source=cell.source if cell.locked else None, checksum=cell.checksum)
             for cell in source.source_cells}
+
+
+class LeaveGraderErrorsToTheInstructor(NbGraderPreprocessor):
+    """After SaveAutoGrades: a test cell the grader itself failed on gets no automatic
+    score and needs manual grading (formgrader shows it), instead of a zero the learner
+    did not earn."""
+
+    def preprocess(self, nb: NotebookNode, resources: dict) -> tuple[NotebookNode, dict]:
+        failed = resources.get(GRADER_ERRORS, [])
+        if not failed:
+            return nb, resources
+        info = resources["nbgrader"]
+        with Gradebook(info["db_url"]) as gradebook:
+            for grade_id in failed:
+                grade = gradebook.find_grade(grade_id, info["notebook"], info["assignment"],
+                                             info["student"])
+                grade.auto_score, grade.needs_manual_grade = None, True
+            gradebook.db.commit()
+        return nb, resources

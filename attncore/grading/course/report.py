@@ -26,8 +26,8 @@ from . import ungradable
 from .collect import read_record
 from .downloads import read_roster
 from .layout import VERDICT_KEY, WORK
-from .runner import CellVerdict
 from .selfcheck import misconception_of
+from .verdict import CellVerdict
 
 REPORTS = "reports"  # beside .nbgrader/ in the course root, ignored by git
 STATUSES = ("graded", "ungradable", "missing")
