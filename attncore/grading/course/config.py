@@ -52,6 +52,7 @@ def course_config(root):
     from .collect import LmsCollector, LmsExtractor
     from .contain import ContainedExporter
     from .feedback_page import markdown2html
+    from .pages import markdown2html as learner_safe
     from .preprocessors import GradeOutOfProcess, LeaveGraderErrorsToTheInstructor, NormaliseMetadata
 
     root = os.path.abspath(root)
@@ -78,10 +79,13 @@ def course_config(root):
     c.GenerateFeedback.HTMLExporter.template_file = "feedback.html.j2"
     # Every page nbgrader renders of a submission (feedback, formgrader's) shows what the
     # learner wrote as text: their Markdown (course.pages), raw cells and outputs are
-    # sanitised, so no script of theirs runs in the instructor's browser; its math is
-    # MathML, written when the page is made (course.feedback_page), so no page needs MathJax.
-    c.HTMLExporter.filters = {"test_cell": name_test_cell, "markdown2html": markdown2html}
+    # sanitised, so no script of theirs runs in the instructor's browser.
+    c.HTMLExporter.filters = {"test_cell": name_test_cell, "markdown2html": learner_safe}
     c.HTMLExporter.sanitize_html = True
+    # The feedback page's math is MathML, written when it is made (course.feedback_page), so
+    # the page needs no MathJax; formgrader's page keeps the TeX for Jupyter's MathJax.
+    c.GenerateFeedback.HTMLExporter.filters = {"test_cell": name_test_cell,
+                                               "markdown2html": markdown2html}
     c.ClearSolutions.code_stub = {"python": "# YOUR CODE HERE\nraise NotImplementedError()"}
     c.ClearSolutions.text_stub = "YOUR ANSWER HERE"
     default = Autograde.class_traits()["autograde_preprocessors"].default()

@@ -1,5 +1,5 @@
-"""The math of the pages nbgrader makes of a submission (feedback, formgrader's), written
-as MathML when the page is made.
+"""The math of the feedback page nbgrader makes of a submission, written as MathML when
+the page is made.
 
 Browsers draw MathML themselves, so a page needs no MathJax (2 MB inlined, or a copy beside
 it that an LMS would not return with it): each student's feedback is one small file that
