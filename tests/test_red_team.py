@@ -187,7 +187,8 @@ SCALED = {"time_limit": 3, "notebook_time_limit": 12, "restarts": 1}
 
 def class_attempts():
     """{student: (submission, full marks or not)}: a notebook that hangs the grader (a01),
-    one that aborted the run (a08), one that multiplies its own grading time (a02)."""
+    one that aborted the run (a08), one that multiplies its own grading time (a02), one
+    that floods the grader with replies (a12)."""
     sources = reference_sources(ASSIGNMENT)
     hang = submission(ASSIGNMENT, {
         "softmax": "import time, attncore.grading.course.wire as w\n"
@@ -200,9 +201,19 @@ def class_attempts():
     amplify.cells[2:2] = [nbformat.v4.new_code_cell(slow) for _ in range(3)]
     abort = edited(pasted(submission(ASSIGNMENT), "worked-example-code"),
                    lambda nb: nb.cells[-1].metadata["nbgrader"].update(schema_version=99))
+    flood = submission(ASSIGNMENT, {"softmax": FLOOD + sources["softmax"]})
     return {"a-honest": (submission(ASSIGNMENT), True), "b-hangs-the-grader": (hang, False),
             "c-aborted-the-run": (abort, True), "d-multiplies-its-time": (amplify, False),
-            "z-honest": (submission(ASSIGNMENT), True)}
+            "e-floods-the-replies": (flood, None), "z-honest": (submission(ASSIGNMENT), True)}
+
+
+# Red team a12 (scaled down): frames written straight to the worker's reply descriptor.
+FLOOD = """
+import json, os, struct, sys
+body = json.dumps({"flood": "x" * (4 << 20)}).encode()
+for _ in range(8):
+    os.write(int(sys.argv[2]), struct.pack(">Q", len(body)) + body)
+"""
 
 
 @pytest.mark.xdist_group("red-team-class")
@@ -214,9 +225,9 @@ def test_a_class_with_a_hanging_an_aborting_and_an_amplifying_notebook_finishes(
         course.submit(ASSIGNMENT, student, notebook)
     course.autograde(ASSIGNMENT, *(f"--GradeOutOfProcess.{name}={value}" for name, value in SCALED.items()))
 
-    for student, (_, full) in attempts.items():
+    for student, (_, full) in attempts.items():  # full None: whatever it gets, it is graded
         score, most = automatic(course, ASSIGNMENT, student)
-        assert (score == most) is full and most == 7, (student, score)
+        assert most == 7 and (full is None or (score == most) is full), (student, score)
     said = {student: "\n".join(o.get("evalue", o.get("text", "")) for c in nbformat.read(
                 course.autograded(ASSIGNMENT, student), as_version=4).cells for o in c.get("outputs", []))
             for student in attempts}

@@ -103,9 +103,14 @@ class Worker:
         if self.arena is not None:
             command += [str(self.arena.fd), str(self.arena.size)]
         shared = [] if self.arena is None else [self.arena.fd]
-        self.process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=self._log,
-                                        stderr=subprocess.STDOUT, pass_fds=ours + shared,
-                                        **options)
+        try:
+            self.process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=self._log,
+                                            stderr=subprocess.STDOUT, pass_fds=ours + shared,
+                                            **options)
+        except BaseException:
+            if self.group is not None:
+                self.group.close()
+            raise
         for fd in ours:
             os.close(fd)
         self.pid = self.process.pid
@@ -168,6 +173,8 @@ class Worker:
         return outcome
 
     def close(self) -> None:
+        """Stop the worker and every process of its sandbox, and free what it held (a
+        second call does nothing more)."""
         if self.process.poll() is None and self.sandboxed:
             self.process.kill()  # bwrap: the sandbox and every process in it die with it
         elif self.process.poll() is None:
@@ -176,8 +183,10 @@ class Worker:
         self.process.wait()
         if self.group is not None:
             self.group.close()
-        with contextlib.suppress(OSError):
+            self.group = None
+        if self._to_worker is not None:
             os.close(self._to_worker)
+            self._to_worker = None
         self._log.close()
         if self.arena is not None:
             self.arena.close()
@@ -235,7 +244,9 @@ class Worker:
                 self.close()
                 raise WorkerStopped("the process running your code sent a reply the grader "
                                     "cannot read, so it was stopped") from None
-            raise WorkerStopped(self._ended())
+            ended = self._ended()
+            self.close()
+            raise WorkerStopped(ended)
         return reply
 
     def _send(self, data, deadline):
