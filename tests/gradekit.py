@@ -125,12 +125,17 @@ class Course:
             target.mkdir(parents=True, exist_ok=True)
             shutil.copy(source_notebook(assignment), target / f"{assignment}.ipynb")
 
-    def nbgrader(self, *args, timeout=1800):
-        """Run `nbgrader ARGS` in the course folder; raise with its log if it fails."""
+    def run(self, *args, timeout=1800):
+        """Run `python -m ARGS` in the course folder, as an instructor types it; return the
+        finished process, whatever its exit status."""
         bin_dir = os.path.dirname(sys.executable)  # nbgrader calls `alembic` from PATH
         env = {**os.environ, "PATH": bin_dir + os.pathsep + os.environ.get("PATH", "")}
-        result = subprocess.run([sys.executable, "-m", "nbgrader", *args], cwd=self.root,
-                                env=env, capture_output=True, text=True, timeout=timeout)
+        return subprocess.run([sys.executable, "-m", *args], cwd=self.root, env=env,
+                              capture_output=True, text=True, timeout=timeout)
+
+    def nbgrader(self, *args, timeout=1800):
+        """Run `nbgrader ARGS` in the course folder; raise with its log if it fails."""
+        result = self.run("nbgrader", *args, timeout=timeout)
         if result.returncode != 0:
             raise RuntimeError(f"nbgrader {' '.join(args)} failed:\n{result.stdout}{result.stderr}")
         return result

@@ -21,28 +21,9 @@ from traitlets.config import Config
 from .layout import RELEASE, SOURCE, WORK, parse_grade_id
 
 COURSE_ID = "attention-matrix"
-# A learner's file in an LMS download is "<student id>_<assignment>.ipynb" (the student id
-# has no underscore). nbgrader's FileNameCollectorPlugin matches this from the start of the
-# file's whole path (the extracted folder, the zip's own folder, then the name), so the
-# pattern skips every folder and reads the ids from the file name alone.
-ZIP_FILE_NAME = r"(?:.*[/\\])?(?P<student_id>[^_/\\]+)_(?P<file_id>[^/\\]+)$"
 
 
 TEMPLATES = Path(__file__).parent / "templates"
-
-
-def offline_mathjax(name):
-    """The text of MathJax 3's file `name`, from the copy that the sphinx-mathjax-offline
-    package ships (the book's MathJax too), for feedback pages that need no network."""
-    from importlib.metadata import PackageNotFoundError, distribution
-
-    try:
-        files = distribution("sphinx-mathjax-offline")
-    except PackageNotFoundError:
-        raise ImportError("feedback pages inline MathJax from sphinx-mathjax-offline: "
-                          "pip install 'attncore[grading]'") from None
-    path = files.locate_file(f"sphinx-mathjax-offline/static/mathjax/{name}")
-    return Path(path).read_text(encoding="utf-8")
 
 
 def name_test_cell(grade_id):
@@ -68,8 +49,10 @@ def course_config(root):
     from nbgrader.converters import Autograde
     from nbgrader.preprocessors import Execute, SaveAutoGrades
 
+    from .collect import LmsCollector, LmsExtractor
     from .contain import ContainedExporter
-    from .pages import markdown2html
+    from .feedback_page import markdown2html
+    from .pages import markdown2html as learner_safe
     from .preprocessors import GradeOutOfProcess, LeaveGraderErrorsToTheInstructor, NormaliseMetadata
 
     root = os.path.abspath(root)
@@ -86,7 +69,9 @@ def course_config(root):
     c.ExportPlugin.to = os.path.join(work, "grades.csv")
     # nbgrader joins the course root to this itself: an absolute path would get it twice.
     c.ZipCollectApp.downloaded_directory = f"{WORK}/downloaded"
-    c.FileNameCollectorPlugin.named_regexp = ZIP_FILE_NAME
+    # Canvas's and Moodle's downloads as they come (course.downloads reads their names)
+    c.ZipCollectApp.extractor_plugin = LmsExtractor
+    c.ZipCollectApp.collector_plugin = LmsCollector
     # The feedback page's exporter only (formgrader's keeps its own grading page).
     c.GenerateFeedback.HTMLExporter.template_name = "attncore_feedback"
     c.GenerateFeedback.HTMLExporter.extra_template_basedirs = [str(TEMPLATES), _nbgrader_templates()]
@@ -95,9 +80,12 @@ def course_config(root):
     # Every page nbgrader renders of a submission (feedback, formgrader's) shows what the
     # learner wrote as text: their Markdown (course.pages), raw cells and outputs are
     # sanitised, so no script of theirs runs in the instructor's browser.
-    c.HTMLExporter.filters = {"offline_mathjax": offline_mathjax, "test_cell": name_test_cell,
-                              "markdown2html": markdown2html}
+    c.HTMLExporter.filters = {"test_cell": name_test_cell, "markdown2html": learner_safe}
     c.HTMLExporter.sanitize_html = True
+    # The feedback page's math is MathML, written when it is made (course.feedback_page), so
+    # the page needs no MathJax; formgrader's page keeps the TeX for Jupyter's MathJax.
+    c.GenerateFeedback.HTMLExporter.filters = {"test_cell": name_test_cell,
+                                               "markdown2html": markdown2html}
     c.ClearSolutions.code_stub = {"python": "# YOUR CODE HERE\nraise NotImplementedError()"}
     c.ClearSolutions.text_stub = "YOUR ANSWER HERE"
     default = Autograde.class_traits()["autograde_preprocessors"].default()

@@ -11,6 +11,9 @@ the cell's source.
 SOURCE = "solutions"
 RELEASE = "exercises"
 WORK = ".nbgrader"
+# The key of a graded test cell's metadata in an autograded notebook where the grader
+# writes its verdict (function, suite, passed, misconception, seed) for the class report.
+VERDICT_KEY = "attncore"
 
 
 def grade_id(function, suite):

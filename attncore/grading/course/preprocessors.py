@@ -1,17 +1,23 @@
 """The nbgrader preprocessors of autograde (see config.py): one repairs a submission's
 grading metadata before nbgrader checks it, one grades it out of process, one leaves a
 cell the grader itself failed on for the instructor to grade."""
+import atexit
+import sys
+
 import nbformat
 from nbformat import NotebookNode
 from nbgrader.api import Gradebook
 from nbgrader.preprocessors import NbGraderPreprocessor
-from traitlets import Enum, Float, Integer
+from traitlets import Enum, Float, Integer, Unicode
 
-from .layout import function_of
+from . import ungradable
+from .layout import VERDICT_KEY, WORK, function_of, parse_grade_id
 from .normalise import Known, normalise
+from .parallel import load_ahead, notebook_key
 from .printable import printable
 from .process import NOTEBOOK_SECONDS, RESTARTS
 from .runner import TIME_LIMIT, grade_notebook, test_cells
+from .secret import SECRET_FILE, student_seed
 from .verdict import as_sentence
 
 GRADER_ERRORS = "attncore_grader_errors"  # resources key: the cells the grader failed on
@@ -19,7 +25,8 @@ GRADER_ERRORS = "attncore_grader_errors"  # resources key: the cells the grader 
 
 class GradeOutOfProcess(NbGraderPreprocessor):
     """Replace Execute: grade every test cell with course.runner and write its verdict as
-    the cell's output (an error output when it fails), which nbgrader then scores."""
+    the cell's output (an error output when it fails), which nbgrader then scores, and
+    in the cell's metadata (VERDICT_KEY), which the class report reads."""
 
     time_limit = Float(TIME_LIMIT, help="Seconds for one cell to load or one call to "
                                         "return in the grading worker.").tag(config=True)
@@ -28,10 +35,20 @@ class GradeOutOfProcess(NbGraderPreprocessor):
         "reach the course folder, the gradebook or the grader (Linux, package bubblewrap); "
         "'none', a plain process that can (only for trusted code). With 'bubblewrap', a "
         "machine where no sandbox starts refuses to grade.")).tag(config=True)
+    secret = Unicode("", help=(
+        "The course secret that keys each student's draw of the hidden cases. Empty: the "
+        f"one in {WORK}/{SECRET_FILE}, made the first time grading needs it. Changing it "
+        "changes every student's draw.")).tag(config=True)
     seed = Integer(None, allow_none=True, help=(
-        "The draw of the hidden cases: None draws a fresh seed for every notebook (its "
-        "feedback names it, so the run can be replayed); an integer fixes it for every "
-        "notebook, e.g. to regrade exactly as before.")).tag(config=True)
+        "The draw of the hidden cases: None draws each student's own, from the course "
+        "secret, the assignment and the student (the same at every regrade; the feedback "
+        "names it, so the run can be replayed); an integer draws the same for every "
+        "notebook, for special cases.")).tag(config=True)
+
+    ahead = Unicode("", help=(
+        "A folder of verdicts graded ahead, one <student>.json each (python -m "
+        "attncore.grading autograde --jobs N writes it): a notebook whose cells and draw "
+        "match its student's takes them instead of being graded again.")).tag(config=True)
 
     notebook_time_limit = Float(NOTEBOOK_SECONDS, help=(
         "Seconds one notebook may take in all (its cells, calls and worker restarts); "
@@ -42,9 +59,10 @@ class GradeOutOfProcess(NbGraderPreprocessor):
 
     def preprocess(self, nb, resources):
         folder = resources.get("metadata", {}).get("path") or "."
-        verdicts = grade_notebook(nb.cells, cwd=folder, time_limit=self.time_limit,
-                                  sandbox=self.sandbox, seed=self.seed,
-                                  seconds=self.notebook_time_limit, restarts=self.restarts)
+        seed = self.draw(resources)
+        options = self.options()
+        verdicts = self.graded_ahead(nb.cells, seed, options, resources) or grade_notebook(
+            nb.cells, cwd=folder, seed=seed, **options)
         student = resources.get("nbgrader", {}).get("student", "?")
         for grade_id, cell in test_cells(nb.cells):
             verdict = verdicts[grade_id]
@@ -59,6 +77,11 @@ class GradeOutOfProcess(NbGraderPreprocessor):
                                "mistake; the cell is left for manual grading):\n%s",
                                printable(grade_id), student, verdict.grader_error)
                 resources.setdefault(GRADER_ERRORS, []).append(grade_id)
+            function, suite = parse_grade_id(grade_id) or (grade_id, "")
+            cell.metadata[VERDICT_KEY] = {
+                "function": function, "suite": suite, "passed": verdict.passed,
+                "misconception": verdict.misconception, "seed": seed,
+                "grader_error": bool(verdict.grader_error)}
         # A function's own cell that raised (or never finished) when the grader ran it
         # says so under the cell, where the learner looks for it (the feedback page too).
         loaded = {function_of(gid): v.load_problem for gid, v in verdicts.items() if v.load_problem}
@@ -71,7 +94,91 @@ class GradeOutOfProcess(NbGraderPreprocessor):
                         f"the kernel and run all cells to see the whole error.")
                 cell.outputs = [nbformat.v4.new_output("error", ename="CellError", evalue=text,
                                                        traceback=[text])]
+        self.remember(resources)
         return nb, resources
+
+    def draw(self, resources):
+        """The seed of this notebook's hidden cases: the configured one, else the student's
+        replay seed from the course secret."""
+        if self.seed is not None:
+            return self.seed
+        graded = resources.get("nbgrader", {})
+        if not graded.get("student") or not graded.get("assignment"):
+            raise ValueError("GradeOutOfProcess draws each student's hidden cases from the "
+                             "student and the assignment, which nbgrader autograde gives; "
+                             "set --GradeOutOfProcess.seed to grade outside it")
+        from nbgrader.coursedir import CourseDirectory
+
+        return student_seed(CourseDirectory(config=self.config).root, graded["assignment"],
+                            graded["student"], self.secret)
+
+    def options(self):
+        """grade_notebook's options, as configured."""
+        return grading_options({trait: getattr(self, trait) for trait in OPTIONS.values()})
+
+    def graded_ahead(self, cells, seed, options, resources):
+        """The verdicts graded ahead for this very notebook, draw and options, or None."""
+        if not self.ahead:
+            return None
+        student = resources.get("nbgrader", {}).get("student")
+        key = notebook_key(cells, seed, options)
+        verdicts = load_ahead(f"{self.ahead}/{student}.json", key)
+        if verdicts is not None:
+            AHEAD.add((resources["nbgrader"].get("assignment"), student))
+        return verdicts
+
+    def remember(self, resources):
+        """Note the student graded, for the summary printed when autograde ends."""
+        from nbgrader.coursedir import CourseDirectory
+
+        graded = resources.get("nbgrader", {})
+        if not GRADED:
+            atexit.register(print_summary, graded.get("db_url"),
+                            CourseDirectory(config=self.config).root)
+        GRADED.setdefault(graded.get("assignment"), set()).add(graded.get("student"))
+
+
+# grade_notebook's keyword: the trait of GradeOutOfProcess that sets it
+OPTIONS = {"time_limit": "time_limit", "sandbox": "sandbox", "seconds": "notebook_time_limit",
+           "restarts": "restarts"}
+
+
+def grading_options(config) -> dict:
+    """grade_notebook's options from GradeOutOfProcess's configuration (a Config section or
+    a dict of trait values), each trait's default where it says nothing."""
+    traits = GradeOutOfProcess.class_traits()
+    return {keyword: config.get(trait, traits[trait].default()) for keyword, trait in OPTIONS.items()}
+
+
+GRADED = {}  # assignment -> the students graded by this process, for print_summary
+AHEAD = set()  # (assignment, student) whose verdicts were graded ahead, in parallel
+
+
+def print_summary(db_url, root):
+    """One line per assignment when nbgrader autograde ends: how many students it graded,
+    their mean score, and how many of the assignment's submissions are ungradable.
+    nbgrader's own command has no hook at its end, so this runs when its process exits."""
+    from nbgrader.api import Gradebook, MissingEntry
+
+    with Gradebook(db_url) as gradebook:
+        for assignment, students in GRADED.items():
+            scores = []
+            for student in sorted(students):
+                try:
+                    submission = gradebook.find_submission(assignment, student)
+                except MissingEntry:
+                    continue
+                scores.append((submission.score, submission.max_score))
+            mean = sum(score for score, _ in scores) / len(scores) if scores else 0.0
+            most = max((most for _, most in scores), default=0.0)
+            ahead = sum(1 for graded, _ in AHEAD if graded == assignment)
+            failed = len(ungradable.read(root, assignment))
+            sys.stderr.write(
+                f"[attncore] {assignment}: {len(scores)} graded, mean score {mean:.2f} / "
+                f"{most:g}" + (f" ({ahead} graded ahead in parallel)" if AHEAD else "")
+                + f"; {failed} ungradable"
+                + (f" (why: python -m attncore.grading report {assignment})" if failed else "")
+                + "\n")
 
 
 class NormaliseMetadata(NbGraderPreprocessor):

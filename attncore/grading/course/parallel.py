@@ -1,0 +1,158 @@
+"""Autograde on several cores: `python -m attncore.grading autograde <assignment> --jobs N`.
+
+nbgrader grades one notebook after another and keeps its gradebook in SQLite, whose
+writes stay serial. So the grading is split in two:
+
+1. the sandboxed part, nearly all of the time, runs for every submission in a pool of N
+   processes, each verdict kept with a key of everything it depends on (the notebook's
+   cells, the draw, the grading options);
+2. then `nbgrader autograde` runs as usual, with GradeOutOfProcess.ahead pointing at
+   those verdicts: a notebook whose key matches takes them instead of being graded
+   again, and any other (a cell nbgrader restored, an option given only to nbgrader) is
+   graded there. nbgrader records the grades, writes the feedback's outputs, and the
+   gradebook ends as a serial run leaves it.
+"""
+import concurrent.futures
+import dataclasses
+import hashlib
+import json
+import multiprocessing
+import os
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TextIO
+
+from .layout import WORK
+from .runner import grade_notebook
+from .verdict import CellVerdict
+
+AHEAD = f"{WORK}/ahead"  # <assignment>/<student>.json: verdicts graded in the pool
+
+
+def notebook_key(cells: list, seed: int, options: dict) -> str:
+    """A digest of everything a notebook's verdicts depend on: what the grader reads of each
+    cell (its type, source, and nbgrader's grade_id, grade and solution), the seed, and
+    grade_notebook's options (time limits, restarts, the sandbox)."""
+    def read(cell):
+        source = cell["source"]
+        meta = cell.get("metadata", {}).get("nbgrader", {})
+        return [cell["cell_type"], "".join(source) if isinstance(source, list) else source,
+                *(meta.get(name) for name in ("grade_id", "grade", "solution"))]
+
+    parts = [read(cell) for cell in cells]
+    blob = json.dumps([parts, seed, options], sort_keys=True)
+    return hashlib.sha256(blob.encode()).hexdigest()
+
+
+def save_ahead(path: str | os.PathLike, key: str, verdicts: dict) -> None:
+    """Keep a notebook's {grade_id: CellVerdict} under its key."""
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    Path(path).write_text(json.dumps({"key": key, "verdicts": {
+        grade_id: dataclasses.asdict(verdict) for grade_id, verdict in verdicts.items()}}))
+
+
+def load_ahead(path: str | os.PathLike, key: str) -> dict | None:
+    """The verdicts kept at path when they were graded under this key, else None."""
+    try:
+        kept = json.loads(Path(path).read_text())
+    except (OSError, ValueError):
+        return None
+    if kept.get("key") != key:
+        return None
+    return {grade_id: CellVerdict(**{name: tuple(value) if isinstance(value, list) else value
+                                     for name, value in fields.items()})
+            for grade_id, fields in kept["verdicts"].items()}
+
+
+def grade_ahead(task: tuple) -> tuple:
+    """Pool work: grade one submission and keep its verdicts; (student, error or "")."""
+    student, notebook, target, seed, options = task
+    try:
+        cells = json.loads(Path(notebook).read_text(encoding="utf-8"))["cells"]
+        verdicts = grade_notebook(cells, cwd=Path(notebook).parent, seed=seed, **options)
+    except Exception as error:  # nbgrader meets it again and records it as it does
+        return student, f"{type(error).__name__}: {error}"
+    save_ahead(target, notebook_key(cells, seed, options), verdicts)
+    return student, ""
+
+
+def progress(done: int, total: int, what: str, started: float, stream: TextIO = sys.stderr) -> None:
+    """Draw a one-line progress bar: done of total, the rate and the time left."""
+    width = 30
+    filled = width * done // max(total, 1)
+    spent = time.monotonic() - started
+    left = spent / done * (total - done) if done else 0.0
+    stream.write(f"\r{what} [{'#' * filled}{'.' * (width - filled)}] {done}/{total} "
+                 f"{spent:.0f} s, about {left:.0f} s left ")
+    stream.write("\n" if done == total else "")
+    stream.flush()
+
+
+def autograde(root: Path, assignment: str, jobs: int, config: dict, nbgrader_args: Sequence = (),
+              stream: TextIO = sys.stderr) -> int:
+    """Grade every submission of `assignment` that `nbgrader autograde` would, on `jobs`
+    processes, then record them with nbgrader; return nbgrader's exit status. config: the
+    GradeOutOfProcess section of nbgrader's configuration."""
+    from .preprocessors import grading_options
+    from .secret import student_seed
+
+    options = grading_options(config)
+    force = any(arg in ("--force", "-f") for arg in nbgrader_args)
+    only = []  # nbgrader's --student=ID or --student ID
+    for k, arg in enumerate(nbgrader_args):
+        if arg.startswith("--student="):
+            only.append(arg.split("=", 1)[1])
+        elif arg == "--student" and k + 1 < len(nbgrader_args):
+            only.append(nbgrader_args[k + 1])
+    ahead = Path(root) / AHEAD / assignment
+    shutil.rmtree(ahead, ignore_errors=True)
+    tasks = []
+    for notebook in sorted(Path(root, WORK, "submitted").glob(f"*/{assignment}/*.ipynb")):
+        student = notebook.parent.parent.name
+        done = Path(root, WORK, "autograded", student, assignment).exists()
+        if (only and student not in only) or (done and not force):
+            continue  # nbgrader skips it too
+        seed = config.get("seed") if config.get("seed") is not None else student_seed(
+            root, assignment, student, config.get("secret", ""))
+        tasks.append((student, str(notebook), str(ahead / f"{student}.json"), seed, options))
+    started = time.monotonic()
+    context = multiprocessing.get_context("spawn")
+    with concurrent.futures.ProcessPoolExecutor(jobs, mp_context=context) as pool:
+        for done, (student, error) in enumerate(pool.map(grade_ahead, tasks), 1):
+            if error:
+                stream.write(f"\n{student}: not graded ahead ({error}); nbgrader will say why\n")
+            progress(done, len(tasks), f"grading on {jobs} cores", started, stream)
+    graded = time.monotonic()
+    status = record(root, assignment, ahead, nbgrader_args, len(tasks), stream)
+    shutil.rmtree(ahead, ignore_errors=True)
+    stream.write(f"{len(tasks)} submissions: graded in {graded - started:.1f} s on {jobs} "
+                 f"processes, recorded by nbgrader in {time.monotonic() - graded:.1f} s\n")
+    return status
+
+
+def record(root: Path, assignment: str, ahead: Path, nbgrader_args: Sequence, total: int,
+           stream: TextIO) -> int:
+    """Run nbgrader autograde with the verdicts graded ahead; show its progress, pass on
+    its warnings, errors and summary, and keep its whole log in .nbgrader/."""
+    bin_dir = os.path.dirname(sys.executable)  # nbgrader calls `alembic` from PATH
+    env = {**os.environ, "PATH": bin_dir + os.pathsep + os.environ.get("PATH", "")}
+    command = [sys.executable, "-m", "nbgrader", "autograde", assignment,
+               f"--GradeOutOfProcess.ahead={ahead}", *nbgrader_args]
+    log_path = Path(root) / WORK / f"autograde-{assignment}.log"
+    started, recorded = time.monotonic(), 0
+    with subprocess.Popen(command, cwd=root, env=env, stderr=subprocess.PIPE, text=True,
+                          stdout=subprocess.DEVNULL) as process, open(log_path, "w") as log:
+        for line in process.stderr:
+            log.write(line)
+            if "] Sanitizing " in line:  # nbgrader starts on the next student
+                recorded += 1
+                progress(min(recorded, total), total, "recording with nbgrader", started, stream)
+            elif any(word in line for word in ("WARNING", "ERROR", "[attncore]")) \
+                    and "Directory not found. Creating" not in line:
+                stream.write(("\n" if 0 < recorded < total else "") + line)
+    stream.write(f"nbgrader's whole log: {log_path}\n")
+    return process.returncode
