@@ -54,7 +54,7 @@ MASKING = {  # function: ({suite: number of cases}, misconceptions in the order 
         "fully masked row giving NaN or a uniform row", "finite sentinel too weak for the scores",
         INVERTED, "mask applied after softmax", "a global instead of per-row maximum",
         "unstable softmax (overflow)", "mask used as an index without broadcasting it",
-        "exp(x - lse): rows miss 1 by more than rounding allows"]),
+        "rows that miss 1 by more than rounding allows"]),
 }
 
 

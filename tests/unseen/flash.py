@@ -222,7 +222,7 @@ def row_from_lse(q, K, lse):
     return np.exp(q @ K / np.sqrt(q.shape[0]) - lse)
 '''),
     Unseen("row_from_lse", "log(lse) subtracted: lse taken for the sum itself",
-           ("log(lse)", "log of the lse", "already a log"), '''
+           ("log(lse)", "log of the lse", "already a log", "divided by the log-sum-exp"), '''
 def row_from_lse(q, K, lse):
     s = K @ q / np.sqrt(q.shape[0])
     return np.exp(s - np.log(lse))

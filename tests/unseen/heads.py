@@ -33,7 +33,8 @@ def kv_head_for(q_head, n_q_heads, n_kv_heads):
     return (n_q_heads - 1 - q_head) // group
 '''),
     # ------------------------------------------------------------- grouped_query_attention
-    Unseen("grouped_query_attention", "queries grouped as (H_kv, G, T_q, d) against K without [:, None]: a raw broadcast error",
+    Unseen("grouped_query_attention",
+           "queries grouped as (H_kv, G, T_q, d) against K without [:, None]: a raw broadcast error",
            ("broadcast", "[:, None]", "K[:, None]"), '''
 def grouped_query_attention(Q, K, V):
     H_q, T_q, d = Q.shape

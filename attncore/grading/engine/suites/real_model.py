@@ -546,6 +546,8 @@ LAYER_MISCONCEPTIONS = [
 SPECS = [
     FunctionSpec(
         name="split_heads",
+        plain=(stand_ins.split_heads, stand_ins.split_heads_by_split),
+        axes={"x": ("B", "T", "D"), "return": ("B", "H", "T", "d")},
         stand_in=stand_ins.split_heads,
         reference=bert.split_heads,
         suites=SPLIT_CASES,
@@ -554,6 +556,9 @@ SPECS = [
     ),
     FunctionSpec(
         name="layer_attention",
+        plain=(stand_ins.layer_attention,),
+        axes={"hidden": ("B", "T", "D"), "attention_mask": ("B", "T_k"),
+              "return": (("B", "T", "D"), ("B", "H", "T_q", "T_k"))},
         reference=bert.layer_attention,
         suites=LAYER_CASES,
         misconceptions=LAYER_MISCONCEPTIONS,

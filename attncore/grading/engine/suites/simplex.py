@@ -16,12 +16,13 @@ import numpy as np
 import attncore
 from attncore.invariants import check_rows, default_atol
 
+from .. import stand_ins
 from ..probe import Case, FunctionSpec, Misconception, ResultDtype
 from .common import (
     DRAWN, EXP2, EXP2_FIX, GLOBAL_MAX, GLOBAL_MAX_FIX, KEEPDIMS, KEEPDIMS_FIX, MIN_SUBTRACTED,
     MIN_SUBTRACTED_FIX, UNSTABLE, UNSTABLE_FIX, WHOLE, WHOLE_FIX, WRONG_AXIS, WRONG_AXIS_FIX,
     along_axis_detail, along_other_axes, arrays, exp2_softmax, global_max_softmax, integers,
-    max_without_keepdims, min_softmax, naive_softmax, rounded_rows, rows_of_different_scales,
+    closer_rows, max_without_keepdims, min_softmax, naive_softmax, rounded_rows, rows_of_different_scales,
     score_rows, sum_without_keepdims, two_d_only, whole_array_softmax, whole_sum_softmax,
 )
 
@@ -423,14 +424,19 @@ ROW_MISCONCEPTIONS = [
 SPECS = [
     FunctionSpec(
         name="softmax",
+        plain=(stand_ins.softmax,),
+        axes={"scores": ("...", "n"), "return": ("...", "n")},
         reference=lambda scores: attncore.softmax(scores),
         suites=SOFTMAX_CASES,
         misconceptions=SOFTMAX_MISCONCEPTIONS,
+        advice=closer_rows("scores"),
         result_dtype=ResultDtype.INPUT_FLOAT,
         forbidden=("softmax", "log_softmax"),
     ),
     FunctionSpec(
         name="is_row_stochastic",
+        plain=(stand_ins.is_row_stochastic,),
+        axes={"W": ("...", "n")},
         reference=lambda W, atol=None: bool(check_rows(W, atol=atol).on_simplex),
         suites=ROW_CASES,
         misconceptions=ROW_MISCONCEPTIONS,

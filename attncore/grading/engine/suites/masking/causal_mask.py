@@ -161,6 +161,8 @@ CAUSAL_MISCONCEPTIONS = [
 
 SPEC = FunctionSpec(
     name="causal_mask",
+    plain=(stand_ins.causal_mask,),
+    axes={"return": ("T_q", "T_k")},
     stand_in=stand_ins.causal_mask,
     reference=causal_reference,
     suites=CAUSAL_CASES,

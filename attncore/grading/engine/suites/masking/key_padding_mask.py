@@ -4,6 +4,7 @@ import numpy as np
 
 from attncore import masks
 
+from ... import stand_ins
 from ...probe import SHAPE_OR_DTYPE, Case, FunctionSpec, Misconception
 from ..common import DRAWN, integers
 from .shared import FORBIDDEN, INVERTED, INVERTED_FIX, shape_fix, shape_or_dtype
@@ -101,6 +102,8 @@ PADDING_MISCONCEPTIONS = [
 
 SPEC = FunctionSpec(
     name="key_padding_mask",
+    plain=(stand_ins.key_padding_mask, stand_ins.key_padding_mask_by_row),
+    axes={"lengths": ("B",), "return": ("B", "T_q", "T_k")},
     reference=lambda lengths, t_k: masks.key_padding(lengths, t_k),
     suites=PADDING_CASES,
     misconceptions=PADDING_MISCONCEPTIONS,

@@ -4,6 +4,7 @@ import numpy as np
 
 from attncore import masks
 
+from ... import stand_ins
 from ...probe import SHAPE_OR_DTYPE, Case, FunctionSpec, Misconception
 from ..common import DRAWN, integers
 from .shared import (FORBIDDEN, INVERTED, INVERTED_FIX, NEGATIVE_SLICE, OFF_BY_ONE,
@@ -119,6 +120,8 @@ WINDOW_MISCONCEPTIONS = [
 
 SPEC = FunctionSpec(
     name="sliding_window_mask",
+    plain=(stand_ins.sliding_window_mask,),
+    axes={"return": ("T_q", "T_k")},
     reference=lambda t, window: masks.sliding_window(t, window),
     suites=WINDOW_CASES,
     misconceptions=WINDOW_MISCONCEPTIONS,
