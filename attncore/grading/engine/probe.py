@@ -13,6 +13,7 @@ import contextvars
 import copy
 import dataclasses
 import enum
+import pickle
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -212,27 +213,60 @@ class Failure:
     text: str = ""  # the whole message, when it needs no input shown (not written, forbidden)
 
 
-def run_suite(spec, suite, call, seed=None):
+def graded_cases(spec, suite, seed=None):
+    """[(case, the seed its inputs are drawn with)] of a suite, in the order they run.
+
+    seed None (a learner's own check): every case as written. A seed (the grade that
+    counts): a hidden suite draws its random inputs from it, so no table of fixed cases can
+    answer them; a visible suite runs its cases as written (what the learner saw pass),
+    then each again with its random inputs drawn, when that changes them (a "drawn
+    twin"), so that no table of the visible cases earns the visible cell either.
+    """
+    cases = spec.suites[suite]
+    if suite not in VISIBLE_SUITES or seed is None:
+        return [(case, None if suite in VISIBLE_SUITES else seed) for case in cases]
+    twins = []
+    for case in cases:
+        with drawing(None):
+            fixed = case.make()
+        with drawing(seed):
+            drawn = case.make()
+        if not _same_arguments(fixed, drawn):
+            twins.append((dataclasses.replace(
+                case, description=f"{case.description}; values drawn when graded"), seed))
+    return [(case, None) for case in cases] + twins
+
+
+def _same_arguments(a, b):
+    """Are two cases' arguments equal (arrays by value, other objects by their pickle)?"""
+    try:
+        return pickle.dumps(a) == pickle.dumps(b)
+    except Exception:  # an argument that does not pickle: take it as changed
+        return False
+
+
+def run_suite(spec, suite, call, seed=None, diagnose=True):
     """Run suite `suite` of spec's cases, smallest first, and stop at the first mistake.
 
     call(arguments, measure_memory) runs the learner's function on the arguments (a dict in
     parameter order) wherever it lives and returns an Outcome. The expected values and
-    the diagnosis stay here, in the caller's process. seed: when given, the random inputs
-    of a hidden suite are drawn from it (so no table of fixed cases can answer them);
-    visible suites keep their fixed cases. At the first mistake, the diagnosis may run the
-    suite's later cases too (never those that measure memory) to name it.
+    the diagnosis stay here, in the caller's process. seed: the draw of the grade that
+    counts (graded_cases). At the first mistake, the diagnosis may run the suite's later
+    cases too (never those that measure memory) to name it; diagnose=False says only that
+    the suite failed (for counting points, as a test of grades across draws does).
     """
-    notes, witnesses, cases = [], [], spec.suites[suite]
+    notes, witnesses = [], []
+    cases = graded_cases(spec, suite, seed)
 
-    def run(case):
-        with drawing(None if suite in VISIBLE_SUITES else seed):
+    def run(case, draw):
+        with drawing(draw):
             arguments = case.make()
         expected = spec.reference(*copy.deepcopy(arguments).values())
         outcome = call(copy.deepcopy(arguments), case.max_extra_bytes is not None)
         return arguments, expected, outcome
 
-    for index, case in enumerate(cases):
-        arguments, expected, outcome = run(case)
+    for index, (case, draw) in enumerate(cases):
+        arguments, expected, outcome = run(case, draw)
         notes += [note for note in dict.fromkeys(outcome.notes) if note not in notes]
         failure = _failure(spec, case, arguments, outcome, expected)
         witnesses.append(diagnosis.Witness(case.description, arguments, expected, outcome,
@@ -241,11 +275,13 @@ def run_suite(spec, suite, call, seed=None):
             advice = spec.advice and spec.advice(arguments, outcome.returned, expected)
             notes += [advice] if advice and advice not in notes else []
             continue
+        if not diagnose:
+            return Verdict(False, failure.headline, tuple(notes), failure.headline)
 
         def more(later=cases[index + 1:]):
             found = []
-            for other in (c for c in later if c.max_extra_bytes is None):
-                a, e, o = run(other)
+            for other, other_draw in ((c, d) for c, d in later if c.max_extra_bytes is None):
+                a, e, o = run(other, other_draw)
                 if o.stopped is not None:
                     break
                 found.append(diagnosis.Witness(other.description, a, e, o,

@@ -138,10 +138,11 @@ def _raised(spec, witnesses, failure, more):
         extra = [Finding("", said[1])] if said else []
         return failure.headline, _with_lines(failure.detail, extra), failure.fix
     derived = _safe(None, derive, spec, witnesses + more())
-    if derived is not None:
+    if derived is not None and derived.headline:
         return derived.headline, "\n".join(filter(None, [raised, derived.detail,
                                                           said[1] if said else ""])), derived.fix
+    guess = derived.detail if derived is not None else ""
     if said is not None:
-        return said[0], f"{raised}\n{said[1]}", said[2]
+        return said[0], "\n".join(filter(None, [raised, said[1], guess])), said[2]
     return failure.headline, failure.detail, failure.fix
 

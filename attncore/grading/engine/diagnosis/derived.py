@@ -32,21 +32,27 @@ def _run(function, arguments):
         return None, (type(error).__name__, str(error))
 
 
-def _behaves_like(function, witness, rtol):
-    """Does function do on this witness's input what the learner's function did?"""
+def _behaves_like(function, witness, rtol, type_only=False):
+    """Does function do on this witness's input what the learner's function did (raise the
+    same exception; with type_only, one of the same type, as the library's own checks word
+    a broadcast NumPy would refuse in other words)?"""
     output, raised = _run(function, witness.arguments)
     if raised is not None or witness.raised is not None:
-        return raised == witness.raised
+        return raised == witness.raised or (
+            type_only and raised is not None and witness.raised is not None
+            and raised[0] == witness.raised[0])
     return output is not None and same(witness.got, output, rtol)
 
 
 def _explains(function, witnesses, rtol):
     """Does function behave like the learner's on every witness, and differ from the
     expected result on one that failed? The first failing witness is tried first: most
-    candidates fail there at once."""
+    candidates fail there at once. Where the learner's function returned wrong values on
+    some case, an exception elsewhere need only be of the same type."""
     ordered = sorted(witnesses, key=lambda w: w.passed)
+    type_only = any(not w.passed and w.raised is None for w in witnesses)
     for witness in ordered:
-        if not _behaves_like(function, witness, rtol):
+        if not _behaves_like(function, witness, rtol, type_only):
             return False
     return any(not w.passed and (w.raised is not None or not same(_run(function, w.arguments)[0],
                                                                      w.expected, rtol))
@@ -183,6 +189,10 @@ def derive(spec, witnesses):
             break
     if found and (values or len({(m.kind, m.was, m.now) for m in found}) == 1):
         return _named(spec, found[0], failing[0].arguments, values)
+    if found:  # several changes raise the same: hypotheses, not a name
+        told = "; ".join(dict.fromkeys(f"`{m.was}` written as `{m.now or '(left out)'}`"
+                                       for m in found[:3]))
+        return Finding("", f"A right solution raises the same with one of these changes: {told}.")
     for what, change in perturbations(spec, failing[0].arguments) if values else ():
         def applied(*values, change=change):
             return spec.reference(*change(dict(zip(failing[0].arguments, values))).values())

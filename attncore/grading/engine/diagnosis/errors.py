@@ -110,10 +110,30 @@ def _matmul(spec, arguments, message, known):
         return None
     shapes = axes.argument_shapes(spec, arguments)
     told = ", ".join(f"{name} {shape}" for name, shape in shapes.items())
+    if core:
+        detail += _products(arguments, left, right)
     return MATMUL, detail + (f" The arrays here are {told}." if told else ""), (
         "the axis that two matrices share in a product is the one summed over (d_k in "
         "Q @ K.T, T_k in weights @ V): put it last in the left operand and first (of the two "
         "last axes) in the right one, transposing with .T or np.swapaxes where needed.")
+
+
+def _products(arguments, left, right):
+    """' q @ K fails this way; q @ K.T puts the axes that match together.' for two array
+    arguments whose product A @ B fails with these sizes, and a product of them that runs."""
+    arrays = {n: v for n, v in arguments.items() if isinstance(v, np.ndarray) and v.ndim}
+    for a, x in arrays.items():
+        for b, y in arrays.items():
+            inner = y.shape[-2] if y.ndim >= 2 else y.shape[0]
+            if a == b or x.shape[-1] != left or inner != right:
+                continue
+            if y.ndim >= 2 and x.shape[-1] == y.shape[-1]:
+                return (f" {a} @ {b} fails this way: the {left} entries of each row of {a} meet "
+                        f"the {right} rows of {b}. {a} @ {b}.T puts the axes of size {left} "
+                        f"together (each row of {b} is one vector, as each row of {a} is).")
+            if x.ndim >= 2 and y.ndim >= 2 and x.shape[-2] == inner:
+                return f" {a} @ {b} fails this way; {a}.T @ {b} puts the axes of size {inner} together."
+    return ""
 
 
 def _reshape(spec, arguments, message, known):

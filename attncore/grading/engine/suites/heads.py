@@ -102,7 +102,9 @@ def _group_inverted_error(args, error_type, error_message):
 
 
 KV_HEAD_CASES = {
-    "basic": [_head_case(6, 8, 2), _head_case(1, 8, 2)],
+    "basic": [_head_case(6, 8, 2), _head_case(1, 8, 2),
+              Case(f"a query head of 8, over 2 kv heads (groups of 4): the head {DRAWN}",
+                   lambda: {"q_head": integers(34, 0, 7, 1)[0], "n_q_heads": 8, "n_kv_heads": 2})],
     "hidden": [
         _head_case(3, 4, 4, "multi-head attention, one kv head per query head"),
         _head_case(5, 6, 1, "multi-query attention, one kv head for all"),
@@ -315,6 +317,8 @@ KV_CACHE_CASES = {
                     "4 bytes per value (fp32)", 3, 5, 6, 7, 1, 4),
         _cache_case("a toy model: 3 layers, 5 kv heads, head_dim 6, 7 tokens, batch 9, "
                     "4 bytes per value (fp32)", 3, 5, 6, 7, 9, 4),
+        Case(f"a toy model, every size from 2 to 9: {DRAWN}",
+             lambda: dict(zip(PARAMETERS, integers(35, 2, 9, len(PARAMETERS))))),
     ],
     "hidden": [
         _cache_case("Llama 2 7B (multi-head): 32 layers, 32 kv heads, head_dim 128, 4096 tokens, "

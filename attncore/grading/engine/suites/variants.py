@@ -186,6 +186,8 @@ SPARSEMAX_CASES = {
     "basic": [
         Case("2 rows of 5 scores: only part of each row survives",
              lambda: given([[0.9, -0.3, 1.4, 0.2, 1.1], [0.1, 0.5, -1.0, 0.45, 0.3]])),
+        Case("2 rows of 5 scores, values drawn when graded (no table of fixed cases can "
+             "answer them)", lambda: scores(36, 2, 5, scale=0.8)),
     ],
     "hidden": [
         Case("3-D input (2, 3, 4)", lambda: scores(11, 2, 3, 4, scale=0.8)),
