@@ -223,18 +223,31 @@ def graded_cases(spec, suite, seed=None):
     twin"), so that no table of the visible cases earns the visible cell either.
     """
     cases = spec.suites[suite]
-    if suite not in VISIBLE_SUITES or seed is None:
-        return [(case, None if suite in VISIBLE_SUITES else seed) for case in cases]
-    twins = []
+    if seed is None:
+        return [(case, None) for case in cases]
+    fixed = []
     for case in cases:
         with drawing(None):
-            fixed = case.make()
-        with drawing(seed):
-            drawn = case.make()
-        if not _same_arguments(fixed, drawn):
-            twins.append((dataclasses.replace(
-                case, description=f"{case.description}; values drawn when graded"), seed))
-    return [(case, None) for case in cases] + twins
+            fixed.append(case.make())
+    drawn = [(case, _new_draw(case, seed, fixed)) for case in cases]
+    if suite not in VISIBLE_SUITES:
+        return [(case, draw if draw is not None else seed) for case, draw in drawn]
+    return [(case, None) for case in cases] + [
+        (dataclasses.replace(case, description=f"{case.description}; values drawn when graded"),
+         draw) for case, draw in drawn if draw is not None]
+
+
+def _new_draw(case, seed, fixed, attempts=8):
+    """The draw, seed or one derived from it, whose inputs for case differ from every fixed
+    case of its suite (a small range of sizes can draw a fixed one), or None when the case
+    draws nothing."""
+    for attempt in range(attempts):
+        draw = seed if attempt == 0 else (seed * 1_000_003 + attempt) % 2 ** 31
+        with drawing(draw):
+            made = case.make()
+        if not any(_same_arguments(made, other) for other in fixed):
+            return draw
+    return None
 
 
 def _same_arguments(a, b):

@@ -103,8 +103,10 @@ def _group_inverted_error(args, error_type, error_message):
 
 KV_HEAD_CASES = {
     "basic": [_head_case(6, 8, 2), _head_case(1, 8, 2),
-              Case(f"a query head of 8, over 2 kv heads (groups of 4): the head {DRAWN}",
-                   lambda: {"q_head": integers(34, 0, 7, 1)[0], "n_q_heads": 8, "n_kv_heads": 2})],
+              Case(f"query head 2 or 5 of 8, over 2 kv heads (groups of 4), in the middle of its "
+                   f"group as the two above: {DRAWN}",
+                   lambda: {"q_head": (2, 5)[integers(34, 0, 1, 1)[0]], "n_q_heads": 8,
+                            "n_kv_heads": 2})],
     "hidden": [
         _head_case(3, 4, 4, "multi-head attention, one kv head per query head"),
         _head_case(5, 6, 1, "multi-query attention, one kv head for all"),
