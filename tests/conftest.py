@@ -65,6 +65,7 @@ FILES = {
     "test_causal_linear_attention.py": CHECK,
     "test_ch7_glue.py": CHECK,
     "test_contract.py": CHECK,
+    "test_diagnosis.py": CHECK,
     "test_doctests.py": CHECK,
     "test_errors.py": CHECK,
     "test_flash.py": CHECK,

@@ -195,7 +195,7 @@ def sparsemax(x):
     c = np.cumsum(z, axis=-1)
     support = np.sum(1 + k * z > c, axis=-1, keepdims=True)
     tau = (np.take_along_axis(c, support - 1, axis=-1) - 1) / support
-    return np.maximum(x - tau, 0)
+    return np.maximum(x - tau.astype(x.dtype), 0)
 
 
 def linear_attention(Q, K, V, feature_map):
