@@ -79,6 +79,7 @@ FILES = {
     "test_jit_decode.py": CHECK,
     "test_lint.py": CHECK,
     "test_masks.py": CHECK,
+    "test_normalise.py": CHECK,
     "test_notebooks.py": CHECK,
     "test_peers_page.py": CHECK,
     "test_selfcheck.py": CHECK,
@@ -93,6 +94,7 @@ FILES = {
     "test_drawn_cases.py": SLOW,  # the whole catalogue again for several seeds
     "test_fairness.py": PIPELINE,
     "test_grading_pipeline.py": PIPELINE,
+    "test_red_team.py": PIPELINE,
     "test_sandbox.py": PIPELINE,
     "test_tamper.py": PIPELINE,
     "test_zip_collect.py": PIPELINE,

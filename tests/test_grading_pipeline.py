@@ -63,14 +63,17 @@ def course(tmp_path_factory):
 
 def test_autograde_is_nbgraders_default_pipeline_with_execute_replaced(tmp_path):
     from nbgrader.converters import Autograde
-    from nbgrader.preprocessors import Execute
+    from nbgrader.preprocessors import Execute, SaveAutoGrades
 
-    from attncore.grading.course.preprocessors import GradeOutOfProcess
+    from attncore.grading.course.preprocessors import GradeOutOfProcess, LeaveGraderErrorsToTheInstructor
 
     default = Autograde.class_traits()["autograde_preprocessors"].default()
     ours = course_config(tmp_path).Autograde.autograde_preprocessors
     assert Execute in default and Execute not in ours
-    assert [GradeOutOfProcess if step is Execute else step for step in default] == ours
+    after_saving = default.index(SaveAutoGrades) + 1
+    assert [GradeOutOfProcess if step is Execute else step for step in default] == \
+        ours[:after_saving] + ours[after_saving + 1:]
+    assert ours[after_saving] is LeaveGraderErrorsToTheInstructor
 
 
 @pipeline

@@ -1,5 +1,7 @@
-"""The pieces of out-of-process grading: the wire format, observing one call, the worker."""
+"""The pieces of out-of-process grading: the wire format, observing one call, the worker,
+its deadlines and budget, grader errors, and what a sealed worker refuses."""
 import _tracemalloc
+import dataclasses
 import math
 import sys
 import tracemalloc
@@ -15,7 +17,8 @@ import attncore
 from attncore.feature_maps import BY_NAME
 from attncore.grading import check
 from attncore.grading.course import wire
-from attncore.grading.course.runner import Session, Worker
+from attncore.grading.course.process import Budget, Worker, WorkerStopped
+from attncore.grading.course.runner import Session
 from attncore.grading.engine import FeedbackError
 from attncore.grading.observe import observe
 
@@ -179,7 +182,7 @@ def test_the_worker_holds_no_grader_state(tmp_path):
         worker.exec("probe", "import sys\n"
                              "def loaded():\n"
                              "    return [m for m in sys.modules if m.startswith('attncore.grading')]")
-        outcome = worker.call("loaded", {}, (), False)
+        outcome = worker.call("loaded", {}, False)
     finally:
         worker.close()
     assert "attncore.grading.engine" not in outcome.returned
@@ -190,7 +193,7 @@ def test_a_cell_that_hangs_stops_only_itself(tmp_path):
     code = [("a", "x = 1"), ("b", "while True:\n    pass"), ("c", "def f(Q, K):\n    return x")]
     with Session(code, tmp_path, time_limit=2) as session:
         assert "did not finish" in session.load_problems["b"]
-        outcome = session.worker.call("f", {"Q": np.zeros(1), "K": np.zeros(1)}, (), False)
+        outcome = session.worker.call("f", {"Q": np.zeros(1), "K": np.zeros(1)}, False)
     assert outcome.returned == 1
 
 
@@ -204,3 +207,199 @@ def test_a_cell_that_raised_when_loaded_shows_its_lines_innermost_last(tmp_path)
     assert lines[0] == "raised ZeroDivisionError (line 2): division by zero"
     assert lines[1:] == ["  line 2: return 1 / 0 if n == 0 else f(n - 1)"] * 3  # at most three
     assert all(len(line) <= 310 for line in problems["long"].split("\n"))  # shortened
+
+
+# ---------------------------------------------------------------- every wait has a deadline
+
+STOP_READING = "import time, attncore.grading.course.wire as w\nw.receive = lambda s: time.sleep(1e7)\n"
+
+
+def test_a_worker_that_stops_reading_cannot_block_a_large_request(tmp_path):
+    """Red team a01: the request (1 MB, more than a pipe holds) is written under the same
+    deadline as the reply, so the grader stops the worker instead of waiting forever."""
+    worker = Worker(tmp_path, time_limit=2)
+    try:
+        worker.exec("stop", STOP_READING)
+        with pytest.raises(WorkerStopped, match="it stopped reading what the grader sent it; "
+                                                "no answer within 2 s"):
+            worker.exec("big", "#" * (1 << 20))
+    finally:
+        worker.close()
+
+
+def test_a_notebook_that_spends_its_budget_gets_the_rest_not_graded(tmp_path):
+    """Red team a02: slow cells and functions that end the process on every call cost at
+    most the notebook's budget of time and restarts, then the rest fails saying so."""
+    code = [("slow", "import os, time\ntime.sleep(0.3)"),
+            *((name, f"def {name}(*arguments):\n    os._exit(0)")
+              for name in ("attention_scores", "attention_weights", "attention"))]
+    budget = Budget(seconds=60, restarts=2)
+    with Session(code, tmp_path, time_limit=5, budget=budget) as session:
+        verdicts = {grade_id: session.grade(grade_id) for grade_id in
+                    ("attention_scores-basic", "attention_scores-hidden", "attention_weights-basic",
+                     "attention-basic")}
+    assert budget.restarted == 3  # two restarts, and the one refused
+    for grade_id in ("attention_scores-basic", "attention_scores-hidden", "attention_weights-basic"):
+        assert "ended (exit code 0)" in verdicts[grade_id].message
+    assert verdicts["attention-basic"].misconception == "not graded"
+    assert "it is not started again more than 2 times" in verdicts["attention-basic"].message
+
+    slow = Budget(seconds=2, restarts=5)
+    with Session(code[:1], tmp_path, time_limit=5, budget=slow) as session:
+        session.budget.started -= slow.seconds  # as if its cells had taken that long
+        verdict = session.grade("attention_weights-basic")
+    assert "used its whole grading time of 2 s" in verdict.message and not verdict.passed
+
+
+# ---------------------------------------------------------------- a grader's error is the grader's
+
+def test_a_failing_reference_or_case_is_a_grader_error_not_the_learners(tmp_path, monkeypatch):
+    """Code review N1: a correct softmax graded with a reference that raises is told it is
+    the grader's fault, and nbgrader leaves the cell for manual grading."""
+    from attncore.grading.engine import SPECS
+
+    spec = SPECS["softmax"]
+    code = [("softmax", "import numpy as np\ndef softmax(x):\n"
+                        "    e = np.exp(x - x.max(axis=-1, keepdims=True))\n"
+                        "    return e / e.sum(axis=-1, keepdims=True)")]
+    broken_case = dataclasses.replace(spec.suites["basic"][0], make=lambda: {}["x"])
+    for broken in (dataclasses.replace(spec, reference=lambda x: {}["no such key"]),
+                   dataclasses.replace(spec, suites={**spec.suites, "basic": [broken_case]})):
+        monkeypatch.setitem(SPECS, "softmax", broken)
+        monkeypatch.delenv("ATTNCORE_STRICT_DETECTORS", raising=False)
+        with Session(code, tmp_path, time_limit=30) as session:
+            verdict = session.grade("softmax-basic")
+            assert not verdict.passed and verdict.misconception == "grader error"
+            assert verdict.message.startswith("softmax: grader error: tell your instructor.")
+            assert "KeyError" in verdict.grader_error and "Traceback" in verdict.grader_error
+            assert "How to fix" not in verdict.message  # nothing for the learner to fix
+            monkeypatch.setenv("ATTNCORE_STRICT_DETECTORS", "1")
+            with pytest.raises(KeyError):
+                session.grade("softmax-basic")
+
+
+def test_a_result_of_the_learners_own_that_breaks_the_comparison_still_costs_the_learner(tmp_path):
+    code = [("softmax", "class Mine:\n    def __array__(self, *a, **k):\n        raise ValueError('no')\n"
+                        "def softmax(x):\n    return {'a': Mine()}")]
+    with Session(code, tmp_path, time_limit=30) as session:
+        verdict = session.grade("softmax-basic")
+    assert not verdict.passed and not verdict.grader_error
+
+
+# ---------------------------------------------------------------- forbidden means forbidden
+
+ROUTES = {  # ways to the exact softmax through attncore, none of them named softmax
+    "exp minus logsumexp": "np.exp(x - attncore.logsumexp(x, keepdims=True))",
+    "the private core": "sys.modules['attncore.softmax']._masked_softmax(x)",
+    "flash.tile_state": "(lambda s: s.acc / s.l[:, None])(attncore.flash.tile_state(x, np.eye(x.shape[-1])))",
+    "a module not loaded yet": "__import__('attncore.jit').jit.softmax(x)",
+}
+
+
+@pytest.mark.parametrize("route", ROUTES)
+def test_what_an_exercise_forbids_is_what_it_computes(tmp_path, route):
+    """Code review N4: in 02-simplex every attncore route to the softmax trips once the
+    worker is sealed, while default_atol, which the exercise allows, still works; before
+    sealing (and in this process) the route gives the exact softmax: the attack is real."""
+    from attncore.grading.course.allowed import ALLOWED
+    from attncore.grading.engine import SPECS
+
+    cell = ("import sys, numpy as np, attncore, attncore.flash\n"
+            f"def route(x):\n    return {ROUTES[route]}\n"
+            "def atol(n):\n    return attncore.invariants.default_atol(n, np.float64)\n")
+    x = np.array([[2.0, 1.0, 0.0], [0.0, 0.0, 0.0]])
+    if route != "a module not loaded yet":  # importing attncore.jit here compiles Numba kernels
+        namespace = {}
+        exec(cell, namespace)
+        np.testing.assert_allclose(namespace["route"](x), attncore.softmax(x), rtol=1e-12)
+    worker = Worker(tmp_path, time_limit=30)
+    try:
+        worker.exec("cell", cell)
+        worker.seal(ALLOWED["02-simplex"], SPECS["softmax"].forbidden)
+        refused = worker.call("route", {"x": x}, False)
+        allowed = worker.call("atol", {"n": 3}, False)
+    finally:
+        worker.close()
+    assert refused.raised[0] == "ForbiddenCall", refused
+    assert allowed.raised is None and allowed.returned == attncore.invariants.default_atol(3, np.float64)
+
+
+def test_every_assignment_has_an_allowlist_and_what_it_allows_still_works(tmp_path):
+    from attncore.grading.course.allowed import ALLOWED
+    from attncore.grading.engine import ASSIGNMENTS
+
+    assert set(ALLOWED) == set(ASSIGNMENTS)
+    worker = Worker(tmp_path, time_limit=30)
+    try:
+        worker.exec("cell", "import numpy as np\nfrom attncore import softmax\n"
+                            "def use(x):\n    return softmax(x, mask=x > 0)\n")
+        worker.seal(ALLOWED["01-convention"], ("attention_scores", "attention_weights", "attention"))
+        outcome = worker.call("use", {"x": np.array([[1.0, 2.0, -1.0]])}, False)
+    finally:
+        worker.close()
+    assert outcome.raised is None
+    np.testing.assert_allclose(outcome.returned, attncore.softmax(np.array([[1.0, 2.0, -1.0]]),
+                                                                  mask=np.array([[True, True, False]])))
+
+
+# ---------------------------------------------------------------- memory the grader cannot measure
+
+# Red team a14: a thread takes over the worker's request loop (and reports a peak of 0),
+# then the main thread exits, so the thread-group leader is a zombie with no memory figures.
+TAKEOVER = '''
+import ctypes, os, sys, threading
+from attncore.grading.course import worker as W, wire
+from attncore.grading.course.arena import Arena
+
+def _loop(namespace=get_ipython().user_ns):
+    requests = os.fdopen(int(sys.argv[1]), "rb", closefd=False)
+    replies = os.fdopen(int(sys.argv[2]), "wb", closefd=False)
+    arena = Arena.attach(int(sys.argv[3]), int(sys.argv[4])) if len(sys.argv) > 4 else None
+    wire.send(replies, {"raised": None, "notes": []})  # this very cell's reply
+    while (request := wire.receive(requests)) is not None:
+        if request["op"] == "exec":
+            reply = W.run_cell(namespace, request["name"], request["source"])
+        elif request["op"] == "seal":
+            reply = W.seal(request["allowed"], request["forbidden"])
+        else:
+            reply = W.call(namespace, request, arena)
+            reply["peak_bytes"] = 0
+        wire.send(replies, reply)
+
+threading.Thread(target=_loop).start()
+ctypes.CDLL(None).pthread_exit(None)
+'''
+
+
+def test_without_a_control_group_the_sealed_worker_alone_is_measured(tmp_path):
+    """Unsandboxed (no control group), a sealed worker that is alone is measured from /proc;
+    before it is sealed it could start processes, so nothing is measured."""
+    grow = "import numpy as np\ndef grow(n):\n    return float(np.ones((n, 1024)).sum())\n"
+    worker = Worker(tmp_path, time_limit=30)
+    try:
+        worker.exec("grow", grow)
+        unsealed = worker.call("grow", {"n": 4096}, True)
+        worker.seal(None, ())
+        sealed = worker.call("grow", {"n": 4096}, True)
+    finally:
+        worker.close()
+    assert unsealed.peak_bytes is None and "process creation is not refused" in unsealed.notes[0]
+    assert 30e6 < sealed.peak_bytes < 60e6, sealed
+
+
+def test_a_zombie_leader_leaves_the_memory_unmeasured_never_the_workers_word(tmp_path):
+    """Without a control group the grader reads the worker process's own figures, and
+    only while it is alone, alive and sealed: here its main thread has exited, so the
+    call's memory is unmeasured (the memory case fails), whatever the worker reports."""
+    worker = Worker(tmp_path, time_limit=30)
+    try:
+        worker.exec("takeover", TAKEOVER)
+        worker.exec("scores", "def scores(Q, K):\n    return (Q @ K.T).sum()\n")
+        worker.seal(None, ())
+        outcome = worker.call("scores", {"Q": np.ones((2000, 8)), "K": np.ones((2000, 8))}, True)
+    finally:
+        worker.close()
+    assert outcome.returned == 2000 * 2000 * 8  # the takeover answered the call
+    assert outcome.peak_bytes is None
+    assert outcome.notes[0] == ("the grader could not measure the memory of this call: the process "
+                                "running your code had ended its main thread")

@@ -36,13 +36,17 @@ MARKER = "attncore-tamper-marker"  # in the command line of every process an att
 PACKAGE = Path(attncore.__file__).resolve().parent
 
 
-def ask(source):
-    """What `source` (a cell that sets `seen`) found inside a fresh sandboxed worker."""
+def ask(source, sealed=""):
+    """What `source` (a cell that sets `seen`) found inside a fresh sandboxed worker, and
+    what `sealed` (the body of a function that adds to `seen`) found once it was sealed."""
     worker = Worker(".", 60, sandboxed=True)
+    body = "".join(f"    {line}\n" for line in sealed.splitlines())
     try:
-        reply = worker.exec("probe", source + "\ndef probe():\n    return __import__('json').dumps(seen)\n")
+        reply = worker.exec("probe", source + f"\ndef probe():\n{body}"
+                                              f"    return __import__('json').dumps(seen)\n")
         assert not reply["raised"], reply
-        return json.loads(worker.call("probe", {}, (), False).returned)
+        worker.seal((), ())
+        return json.loads(worker.call("probe", {}, False).returned)
     finally:
         worker.close()
 
@@ -125,6 +129,141 @@ except OSError as error:
     assert seen["home"] > 0 and seen["network"] != "connected" and seen["tmp"] == 28  # ENOSPC
 
 
+TRY = """
+def tried(name, call):
+    try:
+        call()
+        seen[name] = "allowed"
+    except OSError as error:
+        seen[name] = error.errno
+"""
+
+
+def test_no_namespace_mount_trace_or_kernel_keyring_inside_and_no_process_once_sealed():
+    """Code review N2, red team a06: a nested user namespace, mount, ptrace, keyctl, bpf and
+    io_uring are refused from the start; once the notebook's cells have run and the worker
+    is sealed, so is every new process (fork, subprocess, exec), but not a thread."""
+    seen = ask(TRY + """
+import ctypes, os, subprocess, sys, threading
+libc = ctypes.CDLL(None, use_errno=True)
+seen = {}
+def syscall(*args):
+    if libc.syscall(*args) != 0:
+        raise OSError(ctypes.get_errno(), "refused")
+status = open("/proc/self/status").read()
+seen["filters"] = int(status.split("Seccomp_filters:")[1].split()[0])
+tried("unshare a user namespace", lambda: syscall(272, 0x10000000))
+tried("mount", lambda: syscall(165, b"none", b"/tmp", b"tmpfs", 0, None))
+tried("ptrace", lambda: syscall(101, 16, 1, 0, 0))
+tried("keyctl", lambda: syscall(250, 0, 0, 0))
+tried("bpf", lambda: syscall(321, 0, 0, 0))
+tried("io_uring_setup", lambda: syscall(425, 1, 0))
+tried("a process while loading", lambda: subprocess.run(["true"], check=True))
+""", sealed="""
+tried("fork once sealed", os.fork)
+tried("subprocess once sealed", lambda: subprocess.run([sys.executable, "-c", "pass"]))
+tried("exec once sealed", lambda: os.execv("/bin/true", ["true"]))
+thread = threading.Thread(target=lambda: seen.update(thread="ran"))
+thread.start()
+thread.join()
+""")
+    assert seen.pop("filters") == 1 and seen.pop("thread") == "ran"
+    assert seen.pop("a process while loading") == "allowed"
+    assert seen == {name: 1 for name in seen}, seen  # every other one: EPERM
+
+
+def test_dev_shm_is_a_small_tmpfs_inside_the_sandbox():
+    """Red team a10: /dev/shm was half the host's memory; now it holds SHM_BYTES."""
+    seen = ask(f"SHM = {sandbox.SHM_BYTES}\n" + TRY + """
+seen = {}
+def fill():
+    with open("/dev/shm/big", "wb") as f:
+        for _ in range(SHM // (1 << 20) + 2):
+            f.write(b"x" * (1 << 20))
+tried("/dev/shm beyond its size", fill)
+""")
+    assert seen == {"/dev/shm beyond its size": 28}  # ENOSPC
+
+
+def test_the_process_cap_binds_whoever_the_grader_is():
+    """Red team a16: 400 forks all succeeded when the grader was root. The sandbox's
+    control group (or, without one, its unprivileged user) caps processes and threads."""
+    seen = ask("""
+import os, time
+seen = {"forked": 0}
+children = []
+for _ in range(3 * 64):
+    try:
+        pid = os.fork()
+    except OSError:
+        break
+    if pid == 0:
+        time.sleep(30)
+        os._exit(0)
+    children.append(pid)
+seen["forked"] = len(children)
+""")
+    assert 0 < seen["forked"] < sandbox.TASKS, seen
+
+
+@pytest.mark.skipif(os.geteuid() != 0 and os.environ.get("ATTNCORE_CGROUP") is None,
+                    reason="a control group for the sandbox needs root or ATTNCORE_CGROUP")
+def test_the_memory_cap_binds_the_whole_sandbox(monkeypatch):
+    """Code review N2: the sandbox's processes together, not each of them, are held to its
+    memory cap (here lowered to 256 MiB, so that trying to exceed it stays cheap): four
+    children that each hold 100 MiB do not all fit, and a worker that goes past the cap
+    is stopped with feedback that says why."""
+    from attncore.grading.course.process import WorkerStopped
+
+    monkeypatch.setattr(sandbox, "MEMORY_BYTES", 256 << 20)
+    worker = Worker(".", 60, sandboxed=True)
+    try:
+        assert worker.group is not None, "no control group was made for the sandbox"
+        reply = worker.exec("children", """
+import os, time
+ready, holding = os.pipe()
+for _ in range(4):
+    if os.fork() == 0:
+        block = bytearray(100 << 20)
+        block[::4096] = b"x" * len(block[::4096])
+        os.write(holding, b"1")
+        time.sleep(30)
+        os._exit(0)
+os.close(holding)
+time.sleep(3)
+os.set_blocking(ready, False)
+try:
+    held = len(os.read(ready, 16))
+except BlockingIOError:
+    held = 0
+def children_held():
+    return held
+""")
+        assert not reply["raised"], reply
+        worker.seal((), ())
+        held = worker.call("children_held", {}, False).returned
+        assert held < 4 and worker.group.out_of_memory(), held
+        with pytest.raises(WorkerStopped, match="more than the 0.25 GiB of memory its sandbox may use"):
+            worker.exec("alone", "block = bytearray(512 << 20)\nblock[::4096] = b'x' * len(block[::4096])")
+    finally:
+        worker.close()
+
+
+def test_a_calls_memory_is_the_sandboxs_tmpfs_files_included():
+    """Red team a03/a14: the memory of a call is the sandbox's, measured outside: 40 MB
+    written to a file of the sandbox's own (in memory) count, which the worker process's
+    own figures would not show."""
+    worker = Worker(".", 60, sandboxed=True)
+    try:
+        worker.exec("cell", "def to_file(n):\n    with open('scratch', 'wb') as f:\n"
+                            "        f.write(b'x' * n)\n    return n\n")
+        worker.seal((), ())
+        outcome = worker.call("to_file", {"n": 40_000_000}, True)
+    finally:
+        worker.close()
+    assert outcome.peak_bytes is not None and outcome.peak_bytes > 38e6, outcome
+
+
 def test_memory_is_measured_from_outside_and_inputs_read_back_from_the_arena():
     worker = Worker(".", 60, sandboxed=True)
     try:
@@ -135,7 +274,7 @@ def grow(x):
     x[0] = big.sum()
     return x
 """)
-        outcome = worker.call("grow", {"x": np.zeros(3)}, (), True)
+        outcome = worker.call("grow", {"x": np.zeros(3)}, True)
     finally:
         worker.close()
     assert 30e6 < outcome.peak_bytes < 60e6, outcome.peak_bytes

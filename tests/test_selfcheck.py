@@ -1,6 +1,8 @@
 """`attncore-check NOTEBOOK`: the learner's one command, run as a learner runs it."""
+import copy
 import importlib
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -9,6 +11,7 @@ from pathlib import Path
 
 import nbformat
 import pytest
+from nbformat.corpus.words import generate_corpus_id
 
 from .gradekit import ROOT, release_notebook, submission
 
@@ -16,8 +19,10 @@ pytestmark = pytest.mark.xdist_group("selfcheck")
 
 
 def run_check(*args, cwd=ROOT):
+    """The self-check's result, its table as wide as a 120-column terminal's."""
     return subprocess.run([sys.executable, "-m", "attncore.grading", "check", *map(str, args)],
-                          cwd=cwd, capture_output=True, text=True, timeout=600)
+                          cwd=cwd, capture_output=True, text=True, timeout=600,
+                          env={**os.environ, "COLUMNS": "120"})
 
 
 def test_reference_solution_gets_full_marks_and_exit_zero(tmp_path):
@@ -163,3 +168,92 @@ def test_wrong_paths_get_a_clear_error(tmp_path, make, message):
     result = run_check(make(tmp_path), cwd=tmp_path)
     assert result.returncode == 2
     assert message in result.stderr and "Traceback" not in result.stderr
+
+
+# ---------------------------------------------------------------- what autograde would repair or refuse
+
+def test_a_pasted_cell_and_a_schema_version_are_repaired_as_autograde_repairs_them(tmp_path):
+    """Red team a13 (with a08): the notebook that aborted the instructor's run gets full
+    marks here as there, and the report says what was repaired; --json lists it too."""
+    notebook = submission("02-simplex")
+    at = next(k for k, c in enumerate(notebook.cells)
+              if c.metadata["nbgrader"]["grade_id"] == "worked-example-code")
+    notebook.cells.insert(at, copy.deepcopy(notebook.cells[at]))
+    notebook.cells[at].id = generate_corpus_id()
+    notebook.cells[-1].metadata["nbgrader"]["schema_version"] = 99
+    notebook.cells.append(nbformat.v4.new_code_cell("x = 1", metadata={"nbgrader": {
+        "grade_id": "softmax-extreme2", "grade": True, "points": 50, "locked": True,
+        "solution": False, "schema_version": 3}}))
+    path = tmp_path / "02-simplex.ipynb"
+    nbformat.write(notebook, path)
+    result = run_check(path, "--seed", 3)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "02-simplex: 7 / 7 automatic points" in result.stdout
+    assert "The grader repaired your notebook's grading metadata" in result.stdout
+    for said in ("cell 'worked-example-code' appears 2 times", "schema version 99",
+                 "cell 'softmax-extreme2' the assignment does not have"):
+        assert said in result.stdout, said
+    report = json.loads(run_check(path, "--json", "--seed", 3).stdout)
+    assert report["full_marks"] and len(report["repaired"]) == 3
+
+
+@pytest.mark.parametrize("text, reason", [
+    ("{not json", "is not a Jupyter notebook (JSONDecodeError): nothing graded"),
+    ('{"nbformat": 3, "nbformat_minor": 0, "metadata": {}, "cells": []}',
+     "is a notebook of a format nbgrader cannot read (nbformat 3): nothing graded"),
+])
+def test_a_file_autograde_cannot_grade_is_refused_with_the_same_reason(tmp_path, text, reason):
+    path = tmp_path / "02-simplex.ipynb"
+    path.write_text(text)
+    result = run_check(path)
+    assert result.returncode == 2 and reason in result.stderr and "Traceback" not in result.stderr
+
+
+def test_a_cell_that_is_no_cell_is_refused_not_graded(tmp_path):
+    data = json.loads(nbformat.writes(submission("02-simplex")))
+    data["cells"][5]["source"] = 12
+    path = tmp_path / "02-simplex.ipynb"
+    path.write_text(json.dumps(data))
+    result = run_check(path)
+    assert result.returncode == 2 and "is not a valid Jupyter notebook (cell 6" in result.stderr
+
+
+def test_a_reader_that_stops_early_ends_the_output_quietly():
+    """`attncore-check NB | head`: the reader closes the pipe; no BrokenPipeError traceback."""
+    writer = subprocess.Popen([sys.executable, "-c", "from attncore.grading.course.selfcheck "
+                               "import _print; _print('x' * (1 << 20)); _print('more')"],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    writer.stdout.read(10)
+    writer.stdout.close()
+    assert writer.wait(timeout=60) == 0
+    assert writer.stderr.read() == b""
+
+
+def test_the_feedback_column_wraps_at_words_to_the_terminal(monkeypatch):
+    from attncore.grading.course.runner import CellVerdict
+    from attncore.grading.course.selfcheck import report
+
+    long = ("attention_scores: transposed score matrix (K Q^T), which gives the weights of "
+            "each key over the queries instead of each query over the keys")
+    grades = [("attention_scores-basic", 1.0, CellVerdict(False, long + "\nmore")),
+              ("attention_weights-basic", 1.0, CellVerdict(True, ""))]
+    monkeypatch.setenv("COLUMNS", "80")
+    text, _ = report("01-convention", grades)
+    table = text.split("-" * 72)[1].split("\n\n")[0].splitlines()[1:]
+    assert all(len(line) <= 80 for line in table), table
+    assert " ".join(line[38:] for line in table[:-2]).split() == long.split()
+
+
+def test_the_self_check_measures_memory_as_autograde_does(tmp_path):
+    """Red team a13 (with a03): the matrix built in a forked child got full marks from the
+    self-check; now, as in autograde, no process starts during a graded call, and the
+    memory case fails as for the same code in plain sight."""
+    from .test_red_team import FORKED
+
+    path = tmp_path / "05-flash.ipynb"
+    nbformat.write(submission("05-flash", {"flash_attention": FORKED}), path)
+    result = run_check("--json", path)
+    assert result.returncode == 1, result.stdout + result.stderr
+    suites = {s["suite"]: s["passed"] for f in json.loads(result.stdout)["functions"]
+              if f["function"] == "flash_attention" for s in f["suites"]}
+    assert suites == {"basic": True, "hidden": True, "extreme": True, "memory": False}, suites

@@ -10,7 +10,9 @@ While the function runs:
   their code is swapped for the call, and guard_library keeps learner code from
   copying that code or re-running attncore's modules to get fresh copies. The swap is
   process-wide, not per thread: a thread the learner's code started sees the tripwires
-  too, which is what the worker relies on when it keeps them tripped after a call;
+  too. The grading worker goes further (seal_library): once a notebook's cells have run,
+  every attncore function but those the exercise allows raises ForbiddenCall for good,
+  so what an exercise forbids is what it computes, not a list of names;
 - warnings are recorded and printed output is captured: both become notes, never
   mistakes (a RuntimeWarning from log(0) is how the additive-mask idiom works);
 - allocations are traced with tracemalloc when memory is measured; the function's own
@@ -23,17 +25,21 @@ import sys
 import tracemalloc
 import types
 import warnings
+from collections.abc import Callable, Iterable, Iterator
+from pathlib import Path
 
 MAX_NOTE_CHARS = 300
 _LIBRARY = {}  # "masks.causal" -> (the function, its own code), as attncore defined them
 _READ = {"modules": None, "reached": {}}  # the modules _LIBRARY was read from; trip's answers for them
+_SEALED = {"folder": None}  # attncore's folder, once seal_library ran: its code runs no more
 
 
 class ForbiddenCall(Exception):
     """The learner's function called an attncore function the exercise does not allow."""
 
 
-def observe(function, arguments, forbidden=(), measure_memory=False):
+def observe(function: Callable, arguments: dict, forbidden: Iterable[str] = (),
+            measure_memory: bool = False) -> dict:
     """Call function(*arguments.values()); return a dict with the fields of engine.Outcome.
 
     arguments: a dict in parameter order, which the call may modify (they are reported back
@@ -52,7 +58,7 @@ def observe(function, arguments, forbidden=(), measure_memory=False):
             "peak_bytes": peak(), "notes": tuple(notes)}
 
 
-def shorten(text, limit=MAX_NOTE_CHARS):
+def shorten(text: object, limit: int = MAX_NOTE_CHARS) -> str:
     """One line of at most limit characters."""
     text = " ".join(str(text).split())
     return text if len(text) <= limit else text[:limit - 3] + "..."
@@ -66,21 +72,21 @@ class RoutedStream(io.TextIOBase):
     call that is running, not into a buffer read long ago.
     """
 
-    def __init__(self, original):
+    def __init__(self, original: io.TextIOBase) -> None:
         self.original = self.target = original
 
-    def write(self, text):
+    def write(self, text: str) -> int:
         return self.target.write(text)
 
-    def flush(self):
+    def flush(self) -> None:
         self.target.flush()
 
-    def writable(self):
+    def writable(self) -> bool:
         return True
 
 
 @contextlib.contextmanager
-def captured_as_notes(notes):
+def captured_as_notes(notes: list) -> Iterator[None]:
     """Record warnings and captured stdout/stderr as notes for the learner."""
     out, err = io.StringIO(), io.StringIO()
     with warnings.catch_warnings(record=True) as caught, _routed_to(out, err):
@@ -117,7 +123,7 @@ def _routed_to(out, err):
             stream.target = stream.original
 
 
-def library_functions():
+def library_functions() -> dict[str, tuple]:
     """{name: (function, its code)} for attncore's functions as tripwires name them
     ("softmax", "masks.causal"), from every attncore module loaded so far. The modules are
     read again only when one was loaded or gained a name since the last read."""
@@ -143,7 +149,7 @@ def library_functions():
     return _LIBRARY
 
 
-def guard_library():
+def guard_library() -> None:
     """From now on, for good (an audit hook cannot be removed): attncore's functions cannot
     be read for their code, their code cannot be copied into new functions, and its modules
     cannot be run again (importlib.reload, a fresh spec of the same file), so that no fresh
@@ -161,14 +167,64 @@ def guard_library():
                 or event == "function.__new__" and id(args[0]) in codes \
                 or event == "code.__new__" and args[0] in bytecodes \
                 or event == "exec" and getattr(args[0], "co_name", None) == "<module>" \
-                and args[0].co_filename in loaded:
+                and (args[0].co_filename in loaded or _sealed_away(args[0].co_filename)):
             raise PermissionError(f"{event}: attncore's own code cannot be read, copied or run "
                                   f"again while your code is graded")
 
     sys.addaudithook(hook)
 
 
-def trip(names):
+def seal_library(allowed: Iterable[str] | None, forbidden: Iterable[str] = ()) -> list[str]:
+    """For good: every attncore function of every module loaded (public or private; the
+    grading package aside) raises ForbiddenCall, but those named in allowed ("softmax",
+    "invariants.default_atol", "feature_maps.*" for a whole module; None: every public
+    one) and what they call, so that an allowed function still works; the forbidden names
+    raise in any case; and no attncore module that is not loaded yet can be loaded, by
+    import or by running its file. Returns the names of the functions tripped."""
+    import attncore
+
+    library = library_functions()
+    keep = {library[name][0] for name in library if _allowed(name, allowed)}
+    banned = {library[name][0] for name in forbidden if name in library}
+    code_of = {id(function): code for function, code in library.values()}
+    kept = {id(function) for function in _reach(keep - banned, code_of, stop=banned)}
+    names = {}  # a function's shortest name: how its refusal names it
+    for key, (function, _) in library.items():
+        if id(function) not in kept:
+            names.setdefault(id(function), []).append(key)
+    for keys in names.values():
+        name = min(keys, key=lambda key: (key.count("."), key))
+        library[name][0].__code__ = _refusal_code(name)
+    _SEALED["folder"] = str(Path(attncore.__file__).resolve().parent)
+    sys.meta_path.insert(0, _NoNewModules())
+    return sorted(key for keys in names.values() for key in keys)
+
+
+def _allowed(name, allowed):
+    module, _, function = name.rpartition(".")
+    if allowed is None:
+        return not function.startswith("_")
+    return name in allowed or bool(module) and f"{module}.*" in allowed
+
+
+def _sealed_away(filename):
+    """Whether filename is attncore's own code (not the grading package's), once sealed."""
+    folder = _SEALED["folder"]
+    return folder is not None and str(filename).startswith(folder + "/") \
+        and not str(filename).startswith(folder + "/grading/")
+
+
+class _NoNewModules:
+    """A finder, first on sys.meta_path once sealed: an attncore module not loaded yet
+    cannot be imported (its functions were never tripped)."""
+
+    def find_spec(self, name, path=None, target=None):
+        if name.partition(".")[0] == "attncore" and not name.startswith("attncore.grading"):
+            raise ForbiddenCall(f"import {name}")
+        return None
+
+
+def trip(names: Iterable[str]) -> list[str]:
     """From now on, the named attncore functions ("softmax", "masks.causal") raise
     ForbiddenCall wherever they are held (their code is swapped for a refusal), and so do
     the attncore functions that only they reach (a private core such as the softmax's),
@@ -184,7 +240,7 @@ def trip(names):
     return tripped
 
 
-def untrip(names):
+def untrip(names: Iterable[str]) -> None:
     """Give the named functions their own code back."""
     library = library_functions()
     for name in names:

@@ -19,11 +19,11 @@ SIZE = 256 << 20  # bytes reserved (memory is used only where arrays are written
 class Arena:
     """The grader's side: put arrays, read them back; the worker's side: view them."""
 
-    def __init__(self, fd, size, memory=None):
+    def __init__(self, fd: int, size: int, memory: mmap.mmap | None = None) -> None:
         self.fd, self.size, self.memory, self.used = fd, size, memory, 0
 
     @classmethod
-    def create(cls, size=SIZE):
+    def create(cls, size: int = SIZE) -> "Arena | None":
         """A new sealed arena, or None where memfd is not available."""
         if not hasattr(os, "memfd_create"):
             return None
@@ -36,15 +36,15 @@ class Arena:
         return cls(fd, size)
 
     @classmethod
-    def attach(cls, fd, size):
+    def attach(cls, fd: int, size: int) -> "Arena":
         """The worker's view of the arena it inherited as descriptor fd."""
         return cls(fd, size, mmap.mmap(fd, size))
 
-    def start_call(self):
+    def start_call(self) -> None:
         """Forget the previous call's arrays: each call's arrays start at offset 0."""
         self.used = 0
 
-    def put(self, array):
+    def put(self, array: np.ndarray) -> list | None:
         """Write array into the arena; return where it lies, or None when it does not fit."""
         array = np.ascontiguousarray(array)
         offset = -(-self.used // ALIGNMENT) * ALIGNMENT
@@ -54,19 +54,19 @@ class Arena:
         self.used = offset + array.nbytes
         return [offset, array.dtype.str, list(array.shape)]
 
-    def read(self, place):
+    def read(self, place: list) -> np.ndarray:
         """The grader's copy of the array at place, as the arena holds it now."""
         offset, dtype, shape = place
         count = int(np.prod(shape, dtype=np.int64))
         data = os.pread(self.fd, count * np.dtype(dtype).itemsize, offset)
         return np.frombuffer(data, dtype=dtype, count=count).reshape(shape).copy()
 
-    def view(self, place):
+    def view(self, place: list) -> np.ndarray:
         """The worker's array over the arena's memory at place (writes land there)."""
         offset, dtype, shape = place
         return np.ndarray(tuple(shape), dtype=np.dtype(dtype), buffer=self.memory, offset=offset)
 
-    def close(self):
+    def close(self) -> None:
         if self.memory is not None:
             self.memory.close()
         os.close(self.fd)

@@ -1,10 +1,17 @@
 """nbgrader's configuration for this course: the layout, and autograding out of process.
 
 nbgrader_config.py at the repository root merges course_config(root). Autograde runs
-nbgrader's own default pipeline with one change: its Execute preprocessor (which would
-run the learner's code in the process that grades it) is replaced by GradeOutOfProcess,
-so the scores and the feedback come from course.runner and nbgrader's SaveAutoGrades
-records them as usual.
+nbgrader's own default pipeline with three changes:
+- its Execute preprocessor (which would run the learner's code in the process that
+  grades it) is replaced by GradeOutOfProcess, so the scores and the feedback come from
+  course.runner and nbgrader's SaveAutoGrades records them as usual (but for a cell the
+  grader itself failed on, which LeaveGraderErrorsToTheInstructor leaves for manual
+  grading);
+- its sanitising steps start with NormaliseMetadata (course.normalise), so that no
+  metadata a submission holds stops nbgrader's checks;
+- its exporter is course.contain's, so that a submission that cannot be graded is
+  recorded as such (course.ungradable) and the run goes on to the next.
+Every log line escapes the control characters a submission's text may hold.
 """
 import os
 from pathlib import Path
@@ -59,9 +66,11 @@ def _nbgrader_templates():
 def course_config(root):
     """The nbgrader Config for a course rooted at `root` (creates root/.nbgrader)."""
     from nbgrader.converters import Autograde
-    from nbgrader.preprocessors import Execute
+    from nbgrader.preprocessors import Execute, SaveAutoGrades
 
-    from .preprocessors import GradeOutOfProcess
+    from .contain import ContainedExporter
+    from .pages import markdown2html
+    from .preprocessors import GradeOutOfProcess, LeaveGraderErrorsToTheInstructor, NormaliseMetadata
 
     root = os.path.abspath(root)
     work = os.path.join(root, WORK)
@@ -78,14 +87,34 @@ def course_config(root):
     # nbgrader joins the course root to this itself: an absolute path would get it twice.
     c.ZipCollectApp.downloaded_directory = f"{WORK}/downloaded"
     c.FileNameCollectorPlugin.named_regexp = ZIP_FILE_NAME
-    c.HTMLExporter.template_name = "attncore_feedback"
-    c.HTMLExporter.extra_template_basedirs = [str(TEMPLATES), _nbgrader_templates()]
+    # The feedback page's exporter only (formgrader's keeps its own grading page).
+    c.GenerateFeedback.HTMLExporter.template_name = "attncore_feedback"
+    c.GenerateFeedback.HTMLExporter.extra_template_basedirs = [str(TEMPLATES), _nbgrader_templates()]
     # the page, which extends nbgrader's feedback page (index.html.j2) under its own name
-    c.HTMLExporter.template_file = "feedback.html.j2"
-    c.HTMLExporter.filters = {"offline_mathjax": offline_mathjax, "test_cell": name_test_cell}
+    c.GenerateFeedback.HTMLExporter.template_file = "feedback.html.j2"
+    # Every page nbgrader renders of a submission (feedback, formgrader's) shows what the
+    # learner wrote as text: their Markdown (course.pages), raw cells and outputs are
+    # sanitised, so no script of theirs runs in the instructor's browser.
+    c.HTMLExporter.filters = {"offline_mathjax": offline_mathjax, "test_cell": name_test_cell,
+                              "markdown2html": markdown2html}
+    c.HTMLExporter.sanitize_html = True
     c.ClearSolutions.code_stub = {"python": "# YOUR CODE HERE\nraise NotImplementedError()"}
     c.ClearSolutions.text_stub = "YOUR ANSWER HERE"
     default = Autograde.class_traits()["autograde_preprocessors"].default()
     c.Autograde.autograde_preprocessors = [
-        GradeOutOfProcess if step is Execute else step for step in default]
+        replaced for step in default for replaced in
+        ([GradeOutOfProcess] if step is Execute else
+         [step, LeaveGraderErrorsToTheInstructor] if step is SaveAutoGrades else [step])]
+    c.Autograde.sanitize_preprocessors = [
+        NormaliseMetadata, *Autograde.class_traits()["sanitize_preprocessors"].default()]
+    c.Autograde.exporter_class = ContainedExporter
+    c.Application.logging_config = PRINTABLE_LOGS
     return c
+
+
+# Added to the configuration of every nbgrader command's log (traitlets merges it into its
+# own): each record's text is escaped before any handler writes it.
+PRINTABLE_LOGS = {
+    "filters": {"printable": {"()": "attncore.grading.course.printable.PrintableRecords"}},
+    "handlers": {"console": {"filters": ["printable"]}},
+}

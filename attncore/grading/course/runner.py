@@ -1,111 +1,74 @@
 """Grade a notebook out of process: the learner's code runs in a worker, the grading here.
 
-grade_notebook(cells) starts a worker (course.worker), runs every code cell of the
-notebook in it except the graded test cells, then runs the suite that each test cell
-names (by its grade id, "function-suite") through the engine, with every call of the
-learner's function sent to the worker. The worker never holds an expected value; a cell
-or a call that runs too long or ends the process stops only that cell or that suite:
-the worker is started again and the rest of the notebook is graded as usual.
+grade_notebook(cells) starts a worker (course.process), runs every code cell of the
+notebook in it except the graded test cells, seals it (no new processes, attncore out of
+reach but what the exercise allows), then runs the suite that each test cell names (by
+its grade id, "function-suite") through the engine, with every call of the learner's
+function sent to the worker. The worker never holds an expected value; a cell or a call
+that runs too long or ends the process stops only that cell or that suite: the worker is
+started again and the rest of the notebook is graded as usual, within the notebook's
+budget of time and restarts, after which the rest fails with a message that says so.
 
-The worker runs in a sandbox (course.sandbox) where one can start, and nothing it sends
-is believed beyond the values it returns, which are validated here: array arguments
-are lent through an arena and read back by the grader, memory is measured from outside
-(the worker's peak resident memory in /proc), notes are bounded, and the hidden cases
-are drawn from a seed picked at grading time.
+Only the learner's own call and the comparison of what it returned can cost points: when
+building a case, the reference or a diagnosis fails, the cell's verdict is a grader error
+(CellVerdict.grader_error), which nbgrader leaves for the instructor (course.preprocessors).
 """
-import contextlib
 import inspect
 import os
-import queue
 import secrets
-import signal
-import subprocess
-import sys
-import tempfile
 import textwrap
-import threading
-from dataclasses import dataclass
-from pathlib import Path
+import traceback
+from collections.abc import Iterable
+from dataclasses import replace
+
+import numpy as np
 
 from ..engine import ASSIGNMENTS, SPECS, Outcome, run_suite
 from ..engine.feedback import message
+from ..engine.probe import STRICT_DETECTORS
 from ..observe import shorten
-from . import sandbox as sandboxes, wire
-from .arena import Arena
+from . import sandbox as sandboxes
+from .allowed import ALLOWED
 from .layout import parse_grade_id
+from .process import (
+    NOTEBOOK_SECONDS,
+    RESTARTS,
+    TIME_LIMIT,
+    Budget,
+    NotDefined,
+    Worker,
+    WorkerStopped,
+    _stood_in,  # noqa: F401  (tests/test_stand_ins.py reads it from here)
+)
+from .verdict import CellVerdict, as_sentence
 
-TIME_LIMIT = 30.0  # seconds for one cell to load or one call to return
-START_LIMIT = 120.0  # seconds for a worker to start (import NumPy, IPython) before any cell
-MAX_NOTES = 20  # notes kept from one reply, each at most observe.MAX_NOTE_CHARS long
-MAX_TEXT = 4000  # characters of one cell's feedback that reach the notebook
 SANDBOX_CHOICES = ("bubblewrap", "none", "auto")
 ASSIGNMENT_OF = {name: names for names in ASSIGNMENTS.values() for name in names}
+ASSIGNMENT_NAME = {name: assignment for assignment, names in ASSIGNMENTS.items() for name in names}
 
 
-@dataclass(frozen=True)
-class CellVerdict:
-    """The grade of one test cell: passed or not, the feedback, and notes that cost nothing.
-
-    engine.Verdict (passed, message, notes) is what run_suite knows; this adds what only
-    the course knows (the sandbox and the seed, the cell's load problem, the stand-ins)
-    and renders the cell's text, so the engine stays free of cells and workers.
-    """
-
-    passed: bool
-    message: str
-    notes: tuple = ()
-    how: str = ""  # how it was graded: sandboxed or not, the seed of the hidden cases
-    cases: int = 0  # how many cases the suite that was run holds (0: not known)
-    suite: str = ""  # the suite that was run
-    load_problem: str = ""  # what the function's own cell did when loaded ("raised ...")
-    stood_in: tuple = ()  # the wrong functions it calls, replaced by references when graded again
-    misconception: str = ""  # what the feedback's first line names (engine.Verdict.misconception)
-
-    def text(self, how=True):
-        """What the learner reads in the cell's output (at most MAX_TEXT characters); how:
-        end with how it was graded."""
-        head = self.message if not self.passed else "\n".join(
-            filter(None, [self.passed_line(), self.message]))
-        lines = [head, *(f"Note: {note}" for note in self.notes),
-                 *([f"({self.how})"] if how and self.how else [])]
-        text = "\n".join(lines)
-        return text if len(text) <= MAX_TEXT else text[:MAX_TEXT - 40] + "\n... (feedback cut short)"
-
-    def passed_line(self):
-        """One line: "passed: 5 hidden cases (suite extreme)", or "passed" when the suite is
-        not known."""
-        if not self.cases:
-            return "passed"
-        from ..engine.probe import VISIBLE_SUITES
-
-        kind = "visible" if self.suite in VISIBLE_SUITES else "hidden"
-        return (f"passed: {self.cases} {kind} case{'s' if self.cases != 1 else ''} "
-                f"(suite {self.suite})")
+class GraderError(Exception):
+    """The grader failed (a case, a reference, a diagnosis): no verdict on the learner."""
 
 
-class WorkerStopped(Exception):
-    """The worker did not answer: it ran past the time limit or its process ended."""
-
-
-class NotDefined(Exception):
-    """The notebook's code does not define the function a test asks for."""
-
-
-def test_cells(cells):
+def test_cells(cells: list) -> list[tuple[str, dict]]:
     """[(grade_id, cell)] of the graded code cells that are tests, not solutions."""
     return [(cell["metadata"]["nbgrader"]["grade_id"], cell) for cell in cells
             if cell["cell_type"] == "code" and _nbgrader(cell).get("grade")
             and not _nbgrader(cell).get("solution")]
 
 
-def grade_notebook(cells, cwd=".", time_limit=TIME_LIMIT, sandbox="auto", seed=None):
+def grade_notebook(cells: list, cwd: str | os.PathLike = ".", time_limit: float = TIME_LIMIT,
+                   sandbox: str = "auto", seed: int | None = None, seconds: float = NOTEBOOK_SECONDS,
+                   restarts: int = RESTARTS) -> dict[str, CellVerdict]:
     """{grade_id: CellVerdict} for every test cell of a notebook.
 
     cells: the notebook's cells as dicts (nbformat nodes work) with cell_type, source and
     metadata; cwd: the folder the notebook's code runs in when it is not sandboxed (a
     sandbox has a private empty folder); sandbox: "bubblewrap" (raise SandboxUnavailable
     where none can start), "none", or "auto" (bubblewrap where it can start); seed: the
-    draw of the hidden cases (None: a fresh one).
+    draw of the hidden cases (None: a fresh one); seconds and restarts: the notebook's
+    budget (course.process.Budget).
     """
     tests = test_cells(cells)
     tested = {id(cell) for _, cell in tests}
@@ -115,8 +78,11 @@ def grade_notebook(cells, cwd=".", time_limit=TIME_LIMIT, sandbox="auto", seed=N
     seed = secrets.randbelow(2 ** 31) if seed is None else int(seed)
     graded = {parsed[0] for parsed in map(parse_grade_id, (gid for gid, _ in tests))
               if parsed and parsed[0] in SPECS}
-    forbidden = sorted(set().union(*(SPECS[function].forbidden for function in graded)))
-    with Session(code, cwd, time_limit, resolve_sandbox(sandbox), seed, forbidden) as session:
+    forbidden = set().union(*(SPECS[function].forbidden for function in graded))
+    allowed = set().union(*(ALLOWED[ASSIGNMENT_NAME[function]] for function in graded))
+    budget = Budget(seconds, restarts)
+    with Session(code, cwd, time_limit, resolve_sandbox(sandbox), seed, forbidden, allowed,
+                 budget) as session:
         graded = {grade_id: session.grade(grade_id) for grade_id in sorted(
             (grade_id for grade_id, _ in tests), key=_notebook_order)}
         return {grade_id: graded[grade_id] for grade_id, _ in tests}
@@ -135,7 +101,7 @@ def _notebook_order(grade_id):
             suites.index(suite) if suite in suites else len(suites))
 
 
-def resolve_sandbox(choice):
+def resolve_sandbox(choice: str) -> bool:
     """True to sandbox, False not to, for a choice of SANDBOX_CHOICES."""
     if choice not in SANDBOX_CHOICES:
         raise ValueError(f"sandbox must be one of {SANDBOX_CHOICES}, got {choice!r}")
@@ -151,28 +117,34 @@ def resolve_sandbox(choice):
 
 
 class Session:
-    """A worker with the notebook's code loaded, restarted whenever it stops."""
+    """A worker with the notebook's code loaded and sealed, restarted whenever it stops,
+    while the notebook's budget lasts."""
 
-    def __init__(self, code, cwd, time_limit, sandboxed=False, seed=None, forbidden=()):
+    def __init__(self, code: list[tuple[str, str]], cwd: str | os.PathLike, time_limit: float,
+                 sandboxed: bool = False, seed: int | None = None, forbidden: Iterable[str] = (),
+                 allowed: Iterable[str] | None = None, budget: Budget | None = None) -> None:
         self.code, self.cwd, self.time_limit = code, cwd, time_limit
         self.sandboxed, self.seed = sandboxed, seed
-        self.forbidden = forbidden  # what the notebook's exercises forbid, all of it, always
+        self.forbidden = forbidden  # what the notebook's exercises forbid by name, always
+        self.allowed = allowed  # what they allow of attncore (None: all but the forbidden)
+        self.budget = budget or Budget()
         self.load_problems = {}  # cell name -> what went wrong while it ran
         self.skip = set()  # cells that stopped the worker: never run again
         self.roots = {}  # graded function -> the functions whose mistakes fail it (_roots)
-        self.worker = None
+        self.worker, self.stopped = None, ""  # stopped: why no worker runs any more
         self.how = (("graded in a bubblewrap sandbox" if sandboxed else
                      "not sandboxed: fine for self-study, not for a grade that counts")
                     + ("" if seed is None else f"; hidden cases drawn with seed {seed}"))
 
     def __enter__(self):
-        self._start()
+        self._start(first=True)
         return self
 
     def __exit__(self, *exc):
-        self.worker.close()
+        if self.worker is not None:
+            self.worker.close()
 
-    def grade(self, grade_id):
+    def grade(self, grade_id: str) -> CellVerdict:
         """The verdict of one test cell."""
         parsed = parse_grade_id(grade_id)
         if parsed is None or parsed[0] not in SPECS or parsed[1] not in SPECS[parsed[0]].suites:
@@ -181,19 +153,23 @@ class Session:
                                       f"no points.")
         function, suite = parsed
         spec = SPECS[function]
+        if self.stopped or self.budget.spent():
+            return self._not_run(function, self.stopped or self.budget.spent())
         try:
             verdict, missing, _ = self._run(function, suite)
             if not verdict.passed and not missing and (wrong := self._wrong_callees(function)):
                 again, missing, used = self._run(function, suite, wrong)
                 if used:
                     return self._graded_again(function, suite, again, used)
-        except Exception as error:  # what came back broke a comparison: it cannot pass
+        except _NotComparable as error:
             return CellVerdict(False, message(
                 function, "a result the grader cannot compare", detail=f"Comparing it with "
-                f"the expected result raised {type(error).__name__}: {shorten(error)}",
-                show_values=False, fix="return a NumPy array of numbers (float or bool, as "
-                                       "the exercise asks), not an object of your own."),
-                how=self.how)
+                f"the expected result raised {type(error.__cause__).__name__}: "
+                f"{shorten(error.__cause__)}", show_values=False,
+                fix="return a NumPy array of numbers (float or bool, as the exercise asks), "
+                    "not an object of your own."), how=self.how)
+        except GraderError as error:
+            return self._grader_error(function, suite, error)
         if missing:
             return CellVerdict(False, self._not_defined(function, missing[0]), how=self.how,
                                load_problem=self.load_problems.get(function, ""))
@@ -204,15 +180,19 @@ class Session:
 
     def _run(self, function, suite, stand_ins=()):
         """(Verdict, [why the function is not defined], {stand-ins the calls used}) of one
-        suite, with the named graded functions replaced by their stand-ins."""
-        missing, used = [], set()
+        suite, with the named graded functions replaced by their stand-ins. Raises
+        GraderError when the grader fails, _NotComparable when what the learner's function
+        returned breaks the comparison."""
+        missing, used, last = [], set(), {}
         sent = [{"name": name, "source": _source_of(SPECS[name].stand_in),
                  "entry": SPECS[name].stand_in.__name__} for name in stand_ins]
 
         def call(arguments, measure_memory):
+            last.clear()
+            if self.worker is None:
+                return Outcome(stopped=self.stopped)
             try:
-                outcome = self.worker.call(function, arguments, self.forbidden, measure_memory,
-                                           sent)
+                outcome = self.worker.call(function, arguments, measure_memory, sent)
             except WorkerStopped as stopped:
                 self._start()
                 return Outcome(stopped=str(stopped))
@@ -220,15 +200,27 @@ class Session:
                 missing.append(str(reason))
                 return Outcome(stopped=str(reason))
             used.update(outcome.stood_in)
+            last["returned"] = outcome.returned
             return outcome
 
-        return run_suite(SPECS[function], suite, call, self.seed), missing, used
+        try:
+            verdict = run_suite(_guarded(SPECS[function]), suite, call, self.seed)
+        except GraderError:
+            raise
+        except Exception as error:
+            if os.environ.get(STRICT_DETECTORS) == "1":
+                raise
+            if "returned" in last and not _plain(last["returned"]):
+                raise _NotComparable() from error  # the learner's own odd value
+            raise GraderError(f"comparing or diagnosing a result of {function} raised "
+                              f"{type(error).__name__}: {error}") from error
+        return verdict, missing, used
 
     def _passes(self, function, suite, stand_ins=()):
         """(passed, stand-ins used) of one suite; a result that breaks the comparison fails."""
         try:
             verdict, missing, used = self._run(function, suite, stand_ins)
-        except Exception:
+        except _NotComparable:
             return False, set()
         return verdict.passed and not missing, used
 
@@ -277,6 +269,22 @@ class Session:
                            self.how, load_problem=self.load_problems.get(function, ""),
                            stood_in=tuple(sorted(used)), misconception=verdict.misconception)
 
+    def _grader_error(self, function, suite, error):
+        """A cell the grader could not grade: the learner is told it is not their mistake,
+        the instructor gets the traceback."""
+        text = (f"{function}: grader error: tell your instructor. The grader itself failed "
+                f"while running the tests of suite {suite} ({shorten(error, 200)}); this says "
+                f"nothing about your code, and the instructor's log has the details.")
+        return CellVerdict(False, text, how=self.how, suite=suite, misconception="grader error",
+                           grader_error="".join(traceback.format_exception(error)))
+
+    def _not_run(self, function, why):
+        return CellVerdict(False, message(function, "not graded", detail=why, show_values=False,
+                                          fix="make every cell of the notebook finish in a few "
+                                              "seconds, and no function stop the process that "
+                                              "runs it."), how=self.how,
+                           load_problem=self.load_problems.get(function, ""), misconception="not graded")
+
     def _notes(self, function, verdict):
         if function in self.load_problems:
             return (f"while loading, your cell {self.load_problems[function]}", *verdict.notes)
@@ -289,11 +297,22 @@ class Session:
                        fix=f"make the cell with `def {function}(...)` run without errors "
                            f"(restart the kernel and run all cells to see).")
 
-    def _start(self):
-        """Start a worker and run every cell that has not stopped one before."""
+    def _start(self, first=False):
+        """Start a worker (within the budget), run every cell that has not stopped one
+        before, and seal it."""
         if self.worker is not None:
             self.worker.close()
-        self.worker = Worker(self.cwd, self.time_limit, self.sandboxed)
+            self.worker = None
+        if not first:
+            self.budget.restarted += 1
+        if why := self.budget.spent():
+            self.stopped = why
+            return
+        try:
+            self.worker = Worker(self.cwd, self.time_limit, self.sandboxed, self.budget)
+        except WorkerStopped as stopped:
+            self.stopped = f"the process that runs your code could not start: {stopped}"
+            return
         for name, source in self.code:
             if name in self.skip:
                 continue
@@ -305,225 +324,49 @@ class Session:
                 return self._start()
             if reply.get("raised"):
                 self.load_problems[name] = f"raised {_bounded_lines(reply['raised'])}"
-
-
-class Worker:
-    """One worker process (in a sandbox, or not), the pipes to it, and what the grader
-    measures of it from outside."""
-
-    def __init__(self, cwd, time_limit, sandboxed=False):
-        self.time_limit, self.sandboxed = time_limit, sandboxed
-        to_worker_read, self._to_worker = os.pipe()
-        self._from_worker, from_worker_write = os.pipe()
-        self._log = tempfile.TemporaryFile()
-        self.arena = Arena.create()
-        argv = [sys.executable, "-m", "attncore.grading.course.worker",
-                str(to_worker_read), str(from_worker_write)]
-        ours = [to_worker_read, from_worker_write]  # the child's ends: closed here once it has them
-        if sandboxed:
-            info_read, info_write = os.pipe()
-            command = sandboxes.command(argv[1:], info_fd=info_write)
-            ours.append(info_write)
-            options = {"cwd": "/", "env": {}}
-        else:
-            command, info_read = argv, None
-            package_root = str(Path(__file__).resolve().parents[3])
-            options = {"cwd": cwd, "start_new_session": True, "env": {
-                **os.environ, "MPLBACKEND": "Agg", "OMP_NUM_THREADS": "1",
-                "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
-                "PYTHONPATH": os.pathsep.join(filter(None, [package_root,
-                                                            os.environ.get("PYTHONPATH")]))}}
-        if self.arena is not None:
-            command += [str(self.arena.fd), str(self.arena.size)]
-        shared = [] if self.arena is None else [self.arena.fd]
-        self.process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=self._log,
-                                        stderr=subprocess.STDOUT, pass_fds=ours + shared,
-                                        **options)
-        for fd in ours:
-            os.close(fd)
-        self.pid = self.process.pid
-        if info_read is not None:
-            with os.fdopen(info_read) as info:
-                self.pid = sandboxes.read_child_pid(info)
-        self.memory = ResidentMemory(self.pid)
-        self._requests = os.fdopen(self._to_worker, "wb")
-        self._replies = queue.Queue()
-        replies = os.fdopen(self._from_worker, "rb")
-        threading.Thread(target=self._read, args=(replies,), daemon=True).start()
-        self._ask(None, START_LIMIT)  # the worker says it is ready before any time limit runs
-
-    def exec(self, name, source):
-        return self._ask({"op": "exec", "name": name, "source": source})
-
-    def call(self, function, arguments, forbidden, measure_memory, stand_ins=()):
-        """The Outcome of one call; NotDefined when the notebook has no such function.
-        stand_ins: [{"name", "source", "entry"}] to replace the notebook's functions of
-        those names during the call (course.worker)."""
-        place = None
-        if self.arena is not None:
-            self.arena.start_call()
-            place = self.arena.put
-        arguments = {k: wire.encode(v, place) for k, v in arguments.items()}
-        # Measured from outside where /proc allows (the worker then runs no tracemalloc,
-        # whose own tables would count); else as the worker reports it.
-        outside = measure_memory and self.memory.start()
-        request = {"op": "call", "function": function, "arguments": arguments,
-                   "forbidden": list(forbidden), "measure_memory": measure_memory and not outside,
-                   "stand_ins": list(stand_ins)}
-        reply = self._ask(request)
-        if isinstance(reply.get("missing"), str):
-            raise NotDefined(shorten(reply["missing"]))
         try:
-            raised = reply["raised"]
-            outcome = Outcome(
-                returned=wire.decode(reply["returned"]),
-                raised=None if raised is None else (str(raised[0])[:100], str(raised[1])[:MAX_TEXT]),
-                arguments_after=self._arguments_after(request["arguments"], reply),
-                peak_bytes=self._peak(outside, reply) if measure_memory else None,
-                notes=_bounded_notes(reply["notes"]),
-                stood_in=_stood_in(reply.get("stood_in", []), stand_ins))
-        except Exception:  # a reply the worker code did not write
-            self.close()
-            raise WorkerStopped("the process running your code sent a reply the grader "
-                                "cannot read") from None
-        return outcome
-
-    def _arguments_after(self, sent, reply):
-        """The arguments as the call left them: read from the arena where they were lent
-        there, as the worker says only where no arena exists."""
-        if self.arena is None:
-            return dict(wire.decode(reply["arguments_after"]))
-        return {k: wire.decode(v, self.arena.read) for k, v in sent.items()}
-
-    def _peak(self, measured, reply):
-        """Peak bytes of the call: measured here where /proc allows it, else as reported."""
-        if measured:
-            return self.memory.peak()
-        return None if reply["peak_bytes"] is None else int(reply["peak_bytes"])
-
-    def close(self):
-        if self.process.poll() is None and self.sandboxed:
-            self.process.kill()  # bwrap: the sandbox and every process in it die with it
-        elif self.process.poll() is None:
-            with contextlib.suppress(ProcessLookupError):  # the worker and what it started
-                os.killpg(self.process.pid, signal.SIGKILL)
-        self.process.wait()
-        self._requests.close()
-        self._log.close()
-        if self.arena is not None:
-            self.arena.close()
-            self.arena = None
-
-    def _ask(self, request, time_limit=None):
-        time_limit = self.time_limit if time_limit is None else time_limit
-        try:
-            if request is not None:
-                wire.send(self._requests, request)
-            reply = self._replies.get(timeout=time_limit)
-        except (BrokenPipeError, OSError):
-            reply = None
-        except queue.Empty:
-            self.close()
-            raise WorkerStopped(f"no answer within {time_limit:g} s, so it was stopped") \
-                from None
-        if self.sandboxed and self.pid is not None:
-            sandboxes.end_other_processes(self.pid)
-        if not isinstance(reply, dict):
-            try:  # the pipe closed because the process ended, or it sent what is no reply
-                self.process.wait(timeout=2)
-            except subprocess.TimeoutExpired:
-                self.close()
-                raise WorkerStopped("the process running your code sent a reply the grader "
-                                    "cannot read, so it was stopped") from None
-            raise WorkerStopped(self._ended())
-        return reply
-
-    def _read(self, replies):
-        """Move each reply into the queue; None once the worker's end of the pipe closes or
-        it sends what is no frame (whatever it sends, this thread never dies silently)."""
-        try:
-            while (reply := wire.receive(replies)) is not None:
-                self._replies.put(reply)
-        except BaseException:  # a hostile frame (too large, too deep, not JSON) ends it
-            pass
-        self._replies.put(None)
-
-    def _ended(self):
-        code = self.process.returncode
-        self._log.seek(0)
-        last = self._log.read(1 << 16).decode(errors="replace").strip().splitlines()[-1:]
-        said = f"; its last output: {last[0][:200]!r}" if last else ""
-        return f"the process running your code ended (exit code {code}){said}"
+            self.worker.seal(self.allowed, self.forbidden)
+        except WorkerStopped:
+            return self._start()
 
 
-class ResidentMemory:
-    """The peak resident memory of a process during a call, read from /proc from outside.
+class _NotComparable(Exception):
+    """What the learner's function returned broke the comparison (the cause says how)."""
 
-    start() resets the process's high-water mark (clear_refs) and notes its resident size;
-    peak() is the high-water mark since, less that size. The sandbox's /proc is read-only,
-    so the code inside cannot reset the mark itself.
-    """
 
-    def __init__(self, pid):
-        self.pid, self.baseline = pid, None
+def _guarded(spec):
+    """spec with its reference and its cases' builders raising GraderError when they fail."""
+    def guard(function, what):
+        def guarded(*args, **kwargs):
+            try:
+                return function(*args, **kwargs)
+            except Exception as error:
+                if os.environ.get(STRICT_DETECTORS) == "1":
+                    raise
+                raise GraderError(f"{what} raised {type(error).__name__}: {error}") from error
+        return guarded
 
-    def start(self):
-        """True when the measurement could start (Linux, a process that is still there)."""
-        if self.pid is None:
-            return False
-        try:
-            with open(f"/proc/{self.pid}/clear_refs", "w") as clear:
-                clear.write("5")
-            self.baseline = self._status("VmRSS")
-        except (OSError, ValueError):
-            return False
+    suites = {name: [replace(case, make=guard(case.make, f"building the case {case.description!r}"))
+                     for case in cases] for name, cases in spec.suites.items()}
+    return replace(spec, reference=guard(spec.reference, f"the reference {spec.name}"), suites=suites)
+
+
+def _plain(value):
+    """Whether value is what a graded function should return: numbers, booleans, arrays
+    of them, or tuples and lists of these (a comparison of these failing is the grader's)."""
+    if value is None or isinstance(value, (bool, int, float, complex)):
         return True
-
-    def peak(self):
-        try:
-            return max(0, self._status("VmHWM") - self.baseline)
-        except (OSError, ValueError, TypeError):
-            return None
-
-    def _status(self, field):
-        with open(f"/proc/{self.pid}/status") as status:
-            for line in status:
-                if line.startswith(field + ":"):
-                    return int(line.split()[1]) * 1024
-        raise ValueError(f"no {field} in /proc/{self.pid}/status")
-
-
-def _bounded_notes(notes):
-    """At most MAX_NOTES distinct notes, each shortened: a reply cannot flood the feedback."""
-    if not isinstance(notes, list):
-        raise TypeError("notes must be a list")
-    kept = {}
-    for note in notes[:MAX_NOTES * 4]:
-        kept.setdefault(shorten(note), None)
-        if len(kept) == MAX_NOTES:
-            break
-    return tuple(kept)
+    if isinstance(value, (np.ndarray, np.generic)):
+        return np.asarray(value).dtype.kind in "biufc"
+    if isinstance(value, (tuple, list)):
+        return all(map(_plain, value))
+    return False
 
 
 def _bounded_lines(text, most=4):
     """At most `most` lines of text, each shortened: what a cell raised when loaded."""
     return "\n".join(shorten(line) if index == 0 else "  " + shorten(line)
                      for index, line in enumerate(str(text).splitlines()[:most]))
-
-
-def as_sentence(problem):
-    """What a cell did when loaded, as a sentence: its first line ends with a full stop,
-    the cell's lines it went through follow."""
-    head, *lines = problem.split("\n")
-    return "\n".join([head + ".", *lines])
-
-
-def _stood_in(names, stand_ins):
-    """The stand-ins the worker says were used, of those it was sent (it says no more)."""
-    if not isinstance(names, list):
-        raise TypeError("stood_in must be a list")
-    sent = {stand_in["name"] for stand_in in stand_ins}
-    return tuple(sorted(sent.intersection(name for name in names if isinstance(name, str))))
 
 
 def _source_of(function):

@@ -7,17 +7,24 @@ installed attncore has for the assignment is run: the visible tests and the hidd
 whose random inputs are drawn from a fresh seed (printed, so `--seed N` replays a run).
 The result is printed per function: points, and what went wrong, by name; with `--json`,
 as one JSON object (per function and suite: points, passed, the misconception named) for
-CI and for importing into a learning management system.
+CI and for importing into a learning management system. Before grading, the notebook's
+grading metadata is repaired as autograde repairs it (a pasted cell, a schema version, an
+id the assignment lacks: course.normalise), and the report says what was repaired; a file
+autograde could not grade at all is refused here too.
 """
 import argparse
 import json
+import os
 import secrets
+import shutil
 import sys
+import textwrap
 from pathlib import Path
 
 from ..engine import ASSIGNMENTS, SPECS
 from ..engine.probe import GENERIC
 from .layout import by_function, grade_id, parse_grade_id
+from .normalise import Known, normalise
 from .runner import CellVerdict, grade_notebook, test_cells
 
 
@@ -25,7 +32,7 @@ class NotAnAssignment(ValueError):
     """The path is not a notebook of one of the course's assignments."""
 
 
-def main(argv=None):
+def main(argv: list[str] | None = None) -> int:
     """The attncore-check command: grade a saved notebook, print the report (or --json),
     exit 0 for full automatic marks, 1 otherwise, 2 for a notebook it cannot grade."""
     parser = argparse.ArgumentParser(
@@ -47,24 +54,33 @@ def main(argv=None):
     seed = secrets.randbelow(2 ** 31) if args.seed is None else args.seed
     try:
         path = locate(args.notebook)
-        assignment, grades, written = grade(path, seed=seed)
+        assignment, grades, written, repairs = grade(path, seed=seed)
     except NotAnAssignment as error:
         print(f"error: {error}", file=sys.stderr)
         if args.json:
-            print(json.dumps({"notebook": args.notebook, "error": str(error)}, indent=2))
+            _print(json.dumps({"notebook": args.notebook, "error": str(error)}, indent=2))
         return 2
     if args.json:
-        result = as_json(path, assignment, grades, written, seed)
-        print(json.dumps(result, indent=2))
+        result = as_json(path, assignment, grades, written, seed, repairs)
+        _print(json.dumps(result, indent=2))
         return 0 if result["full_marks"] else 1
-    text, full_marks = report(assignment, grades, written)
+    text, full_marks = report(assignment, grades, written, repairs)
     found = "" if str(path) == args.notebook else \
         f" (found for {args.notebook!r}; give a path to check another copy)"
-    print(f"checked {path}{found}\n{text}")
+    _print(f"checked {path}{found}\n{text}")
     return 0 if full_marks else 1
 
 
-def locate(name):
+def _print(text):
+    """Print text; a reader that stops early (`| head`) ends the output quietly."""
+    try:
+        print(text, flush=True)
+    except BrokenPipeError:
+        # nothing more reaches the reader; Python's own flush at exit must not complain
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+
+
+def locate(name: str) -> Path:
     """The notebook a learner means: a path, or an assignment's name or file name looked
     for in the current folder, the learner's copy my-exercises/ (from the repository root,
     before the untouched exercises/), exercises/ and their assignment folders."""
@@ -81,7 +97,7 @@ def locate(name):
                           f"{', '.join(str(c) for c in candidates)})")
 
 
-def identify(notebook, path):
+def identify(notebook: dict, path: Path) -> str:
     """The assignment a notebook belongs to: the one whose graded functions it all has."""
     ids = {cell.get("metadata", {}).get("nbgrader", {}).get("grade_id")
            for cell in notebook.get("cells", [])}
@@ -93,18 +109,16 @@ def identify(notebook, path):
         f"({', '.join(ASSIGNMENTS)}): none has all of its graded cells")
 
 
-def grade(path, seed=None):
+def grade(path: str | Path, seed: int | None = None) -> tuple[str, list, list, list[str]]:
     """(assignment, [(grade_id, points, CellVerdict)] for every suite of the assignment,
-    [(grade_id, points)] of the written answers, graded by hand); seed: the draw of the
-    hidden cases (None: a fresh one)."""
+    [(grade_id, points)] of the written answers, graded by hand, [the repairs made to the
+    notebook's grading metadata, as autograde makes them]); seed: the draw of the hidden
+    cases (None: a fresh one)."""
     path = Path(path)
-    try:
-        notebook = json.loads(path.read_text(encoding="utf-8"))
-        cells = notebook["cells"]
-    except (ValueError, KeyError, TypeError, UnicodeDecodeError) as error:
-        raise NotAnAssignment(f"{path} is not a Jupyter notebook ({type(error).__name__})") \
-            from None
+    notebook = read_notebook(path)
+    cells = notebook["cells"]
     assignment = identify(notebook, path)
+    repairs = normalise(cells, known_cells(assignment, cells))
     points = {gid: float(cell["metadata"]["nbgrader"].get("points", 0))
               for gid, cell in test_cells(cells)}
     verdicts = grade_notebook(cells, cwd=path.resolve().parent, seed=seed)
@@ -119,25 +133,87 @@ def grade(path, seed=None):
     written = [(cell["metadata"]["nbgrader"]["grade_id"], cell["metadata"]["nbgrader"]["points"])
                for cell in cells if cell["cell_type"] == "markdown"
                and cell.get("metadata", {}).get("nbgrader", {}).get("grade")]
-    return assignment, grades, written
+    return assignment, grades, written, repairs
 
 
-def report(assignment, grades, written=()):
-    """The printed table and the feedback of the first failing test of each function."""
+def read_notebook(path: Path) -> dict:
+    """The notebook at path as JSON, when it is one nbgrader could grade; NotAnAssignment
+    with the reason autograde records (course.contain) when it is not."""
+    try:
+        notebook = json.loads(path.read_text(encoding="utf-8"))
+        cells = notebook["cells"]
+    except (ValueError, KeyError, TypeError, UnicodeDecodeError) as error:
+        raise NotAnAssignment(f"{path} is not a Jupyter notebook ({type(error).__name__}): "
+                              f"nothing graded") from None
+    if notebook.get("nbformat") != 4:
+        raise NotAnAssignment(f"{path} is a notebook of a format nbgrader cannot read "
+                              f"(nbformat {notebook.get('nbformat')!r}): nothing graded")
+    for index, cell in enumerate(cells):
+        source = cell.get("source") if isinstance(cell, dict) else None
+        if not isinstance(cell, dict) or cell.get("cell_type") not in ("code", "markdown", "raw") \
+                or not isinstance(cell.get("metadata"), dict) or not (isinstance(source, str) or (
+                    isinstance(source, list) and all(isinstance(line, str) for line in source))):
+            raise NotAnAssignment(f"{path} is not a valid Jupyter notebook (cell {index + 1} has no "
+                                  f"type, text and metadata as a notebook's cells do): nothing graded")
+    return notebook
+
+
+def known_cells(assignment: str, cells: list[dict]) -> dict[str, Known]:
+    """{grade id: Known}: what the self-check knows of the assignment's cells with no
+    gradebook: its functions' solution and test cells from the installed suites (an id
+    that names one of its functions and no suite is not the assignment's); any other cell
+    (a written answer, a locked text) as the notebook's last copy of it says."""
+    known, functions = {}, set(ASSIGNMENTS[assignment])
+    for cell in cells:
+        meta = cell.get("metadata", {}).get("nbgrader")
+        if isinstance(meta, dict) and isinstance(meta.get("grade_id"), str) \
+                and cell.get("cell_type") in ("code", "markdown") and not _graded(meta["grade_id"], functions):
+            flags = [meta.get(flag) is True for flag in ("grade", "solution", "locked")]
+            known[meta["grade_id"]] = Known(cell["cell_type"], *flags, points=None)
+    for function in ASSIGNMENTS[assignment]:
+        known[function] = Known("code", grade=False, solution=True, locked=False)
+        for suite in SPECS[function].suites:
+            known[grade_id(function, suite)] = Known("code", grade=True, solution=False, locked=True)
+    return known
+
+
+def _columns():
+    """The terminal's width (COLUMNS where it is set); 100 when the output is no terminal."""
+    if os.environ.get("COLUMNS", "").isdigit():
+        return int(os.environ["COLUMNS"])
+    return shutil.get_terminal_size().columns if sys.stdout.isatty() else 100
+
+
+def _graded(name, functions):
+    """Whether a grade id names a graded function or one of its tests (the suites say)."""
+    parsed = parse_grade_id(name)
+    return name in functions or parsed is not None and parsed[0] in functions
+
+
+def report(assignment: str, grades: list, written: list = (), repairs: list[str] = ()) -> tuple[str, bool]:
+    """The printed table, what was repaired in the notebook's grading metadata, and the
+    feedback of the first failing test of each function. The feedback column wraps to the
+    terminal's width."""
     earned = sum(points for _, points, verdict in grades if verdict.passed and points)
     total = sum(points or 0 for _, points, _ in grades)
     how = next((verdict.how for _, _, verdict in grades if verdict.how), "")
     lines = [f"{assignment}: {earned:g} / {total:g} automatic points, from every test the "
              f"course has for it (visible and hidden), run in a separate process",
              *([f"({how}; --seed replays a draw)"] if how else []),
+             *(["", "The grader repaired your notebook's grading metadata (as autograde does; "
+                    "this costs nothing):", *(f"- {repair}" for repair in repairs)]
+               if repairs else []),
              "", f"{'function':<26}{'points':>10}  feedback", "-" * 72]
+    width = max(30, _columns() - 39)
     shown = []
     for function, mine in by_function(grades, ASSIGNMENTS[assignment]).items():
         score = sum(points or 0 for _, points, verdict in mine if verdict.passed)
         most = sum(points or 0 for _, points, _ in mine)
         failed = [(gid, points, verdict) for gid, points, verdict in mine if not verdict.passed]
         status = next((verdict.message.splitlines()[0] for _, _, verdict in failed), "ok")
-        lines.append(f"{function:<26}{f'{score:g} / {most:g}':>10}  {status[:80]}")
+        first, *rest = textwrap.wrap(status, width) or [""]
+        lines.append(f"{function:<26}{f'{score:g} / {most:g}':>10}  {first}")
+        lines += [" " * 38 + line for line in rest]
         shown += failed[:1]
     for gid, points in written:
         lines.append(f"{gid:<26}{f'? / {points:g}':>10}  written answer, graded by hand")
@@ -151,7 +227,7 @@ def report(assignment, grades, written=()):
     return "\n".join(lines), full
 
 
-def misconception_of(function, verdict):
+def misconception_of(function: str, verdict: CellVerdict) -> str | None:
     """The catalogued misconception a failed verdict names, or None (passed, not written,
     did not finish, a mistake no catalogue entry explains)."""
     if verdict.passed:
@@ -160,10 +236,12 @@ def misconception_of(function, verdict):
     return verdict.misconception if verdict.misconception in names else None
 
 
-def as_json(path, assignment, grades, written, seed):
+def as_json(path: Path, assignment: str, grades: list, written: list, seed: int,
+            repairs: list[str] = ()) -> dict:
     """The self-check's result as a JSON-ready dict: per function and per suite, points,
-    max_points, passed and misconception (the first failing suite's, for a function), and
-    the wrong functions a suite was graded again without (graded_with_reference)."""
+    max_points, passed and misconception (the first failing suite's, for a function), the
+    wrong functions a suite was graded again without (graded_with_reference), and the
+    repairs made to the notebook's grading metadata."""
     functions = []
     for function, mine in by_function(grades, ASSIGNMENTS[assignment]).items():
         suites = [{"grade_id": gid, "suite": parse_grade_id(gid)[1],
@@ -191,4 +269,5 @@ def as_json(path, assignment, grades, written, seed):
         "functions": functions,
         "written_answers": [{"grade_id": gid, "points": None, "max_points": float(points)}
                             for gid, points in written],
+        "repaired": list(repairs),
     }

@@ -36,7 +36,7 @@ NUMERIC = "biufc"  # dtype kinds a graded function may return
 class Opaque:
     """A value that cannot travel (a function, an object array, ...): only its type is known."""
 
-    def __init__(self, type_name):
+    def __init__(self, type_name: str) -> None:
         self.type_name = type_name
 
     def __repr__(self):
@@ -98,10 +98,15 @@ def decode(data: Any, shared: Callable[[Any], np.ndarray] | None = None) -> Any:
     return Opaque(str(data.get("opaque", "unknown")))
 
 
-def send(stream: IO[bytes], message: dict) -> None:
-    """Write one message (a dict of JSON-ready values) as a length-prefixed frame."""
+def frame(message: dict) -> bytes:
+    """One message (a dict of JSON-ready values) as a length-prefixed frame."""
     body = json.dumps(message).encode()
-    stream.write(_LENGTH.pack(len(body)) + body)
+    return _LENGTH.pack(len(body)) + body
+
+
+def send(stream: IO[bytes], message: dict) -> None:
+    """Write one message as a frame (the worker's way; the grader writes with a deadline)."""
+    stream.write(frame(message))
     stream.flush()
 
 

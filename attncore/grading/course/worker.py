@@ -5,17 +5,20 @@ Started by course.runner (inside a sandbox, see course.sandbox) as
 requests on its own pipe (course.wire frames), one at a time:
 
     {"op": "exec", "name": ..., "source": ...}      run one cell in the notebook's namespace
-    {"op": "call", "function": ..., "arguments": ..., "forbidden": [...], "measure_memory": ...,
+    {"op": "seal", "allowed": [...], "forbidden": [...]}   once the cells have run
+    {"op": "call", "function": ..., "arguments": ..., "measure_memory": ...,
      "stand_ins": [{"name": ..., "source": ..., "entry": ...}]}
 
 A stand-in is a right answer in plain NumPy, sent by the grader, that takes the place of
 the notebook's function of that name during the call (the function graded calls it).
 
-It never receives an expected value and imports nothing of the grading engine. The
-notebook's cells load with the library whole; from the first call on, the functions the
-exercise forbids raise ForbiddenCall for the rest of the worker's life. Arrays
-it is given live in the grader's arena (course.arena): the grader reads back what the
-call left there, and measures the memory from outside, so nothing this process says
+It never receives an expected value and imports nothing of the grading engine. Before any
+learner code it takes on its hard limits and a seccomp filter (course.seccomp). The
+notebook's cells load with the library whole and may start processes; once sealed, for
+the rest of the worker's life, it can start no process, and every attncore function but
+those the exercise allows (and what they call) raises ForbiddenCall (observe.seal).
+Arrays it is given live in the grader's arena (course.arena): the grader reads back what
+the call left there, and measures the memory from outside, so nothing this process says
 about either is believed. What it reports is the return value, an exception, and notes.
 """
 import builtins
@@ -23,6 +26,7 @@ import contextlib
 import os
 import sys
 import traceback
+from collections.abc import Iterator
 
 import numpy as np
 
@@ -31,38 +35,47 @@ try:
 except ImportError:  # not on Windows: there a runaway allocation is the OS's to stop
     resource = None
 
-from ..observe import RoutedStream, captured_as_notes, guard_library, observe, shorten, trip
-from . import wire
+from ..observe import RoutedStream, captured_as_notes, guard_library, observe, seal_library, shorten
+from . import seccomp, wire
 from .arena import Arena
 
 # Hard limits, set before any learner code runs: no code in this process can raise them.
 HARD_LIMITS = {"RLIMIT_AS": 8 << 30, "RLIMIT_FSIZE": 256 << 20, "RLIMIT_CPU": 900,
                "RLIMIT_CORE": 0}
+# counted per user: set only where the user is the sandbox's own (the worker is its PID 1)
 SANDBOXED_LIMITS = {"RLIMIT_NPROC": 256}
-LOAD_ERROR_LINES = 3  # lines of a cell shown under the error it raised when loaded  # counted per user: only where the user is the sandbox's
+LOAD_ERROR_LINES = 3  # lines of a cell shown under the error it raised when loaded
 
 
-def main(in_fd, out_fd, arena_fd=None, arena_bytes=0):
+def main(in_fd: int, out_fd: int, arena_fd: int | None = None, arena_bytes: int = 0) -> None:
     _set_hard_limits()
+    seccomp.install(seccomp.restricted_program())  # the grader reads from /proc whether it took
     sys.stdout, sys.stderr = RoutedStream(sys.stdout), RoutedStream(sys.stderr)
     requests, replies = os.fdopen(in_fd, "rb"), os.fdopen(out_fd, "wb")
     arena = Arena.attach(arena_fd, arena_bytes) if arena_fd is not None else None
     namespace = _notebook_namespace()
     guard_library()
     wire.send(replies, {"ready": True})
-    tripped = set()
     while (request := wire.receive(requests)) is not None:
         if request["op"] == "exec":
             reply = run_cell(namespace, request["name"], request["source"])
+        elif request["op"] == "seal":
+            reply = seal(request["allowed"], request["forbidden"])
         else:
-            # From the first call on, the forbidden functions stay tripped: learner code
-            # that runs after a call (a hook on the reply, a thread) cannot use them either.
-            tripped |= set(trip(set(request["forbidden"]) - tripped))
             reply = call(namespace, request, arena)
+        _reap_children()
         wire.send(replies, reply)
 
 
-def run_cell(namespace, name, source):
+def seal(allowed: list[str] | None, forbidden: list[str]) -> dict:
+    """For the rest of this process: no new process, and attncore out of reach but for
+    `allowed` (learner code that runs later, a hook or a thread, is held to it too)."""
+    problem = seccomp.install(seccomp.no_processes_program())
+    tripped = seal_library(allowed, forbidden)
+    return {"sealed": problem is None, "tripped": len(tripped)}
+
+
+def run_cell(namespace: dict, name: str, source: str) -> dict:
     """Execute one cell; report the exception it raised (if any) and its notes."""
     notes, raised = [], None
     with captured_as_notes(notes):
@@ -85,7 +98,7 @@ def _load_error(error, name, source):
     return "\n".join([f"{type(error).__name__}{line}: {shorten(error)}", *where])
 
 
-def call(namespace, request, arena):
+def call(namespace: dict, request: dict, arena: Arena | None) -> dict:
     """Call the named function on the decoded arguments and report what happened."""
     function = namespace.get(request["function"])
     if not callable(function):
@@ -102,7 +115,7 @@ def call(namespace, request, arena):
 
 
 @contextlib.contextmanager
-def standing_in(namespace, stand_ins):
+def standing_in(namespace: dict, stand_ins: list[dict]) -> Iterator[set]:
     """While the block runs, each stand-in replaces the notebook's function of its name;
     yields the set of names whose stand-in was called."""
     used, saved = set(), {}
@@ -156,6 +169,13 @@ def _python_source(source):
     except ImportError:
         return source
     return TransformerManager().transform_cell(source)
+
+
+def _reap_children():
+    """Collect the processes that ended (the worker is its sandbox's PID 1, their parent)."""
+    with contextlib.suppress(ChildProcessError):
+        while os.waitpid(-1, os.WNOHANG)[0]:
+            pass
 
 
 def _set_hard_limits():

@@ -1,0 +1,291 @@
+"""The worker process that runs a notebook's code, and every wait on it, with a deadline.
+
+A Worker starts course.worker (in a sandbox, or not), sends it requests and waits for its
+replies. Nothing it does can stop the grader: a request is written without blocking,
+under the same deadline as the reply (a worker that stops reading its pipe is stopped
+when the deadline passes, however large the request); a reply is awaited at most the
+time limit, or what is left of the notebook's Budget, whichever is less. What it replies
+is validated here: values through course.wire, arrays read back from the arena, memory
+measured from outside (course.memory), notes bounded.
+"""
+import contextlib
+import os
+import queue
+import select
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..engine import Outcome
+from ..observe import shorten
+from . import sandbox as sandboxes
+from . import wire
+from .arena import Arena
+from .cgroups import Group
+from .memory import CallMemory
+from .verdict import MAX_TEXT
+
+TIME_LIMIT = 30.0  # seconds for one cell to load or one call to return
+START_LIMIT = 120.0  # seconds for a worker to start (import NumPy, IPython) before any cell
+NOTEBOOK_SECONDS = 600.0  # seconds of grading one notebook may use, restarts included
+RESTARTS = 5  # times one notebook's worker may be started again after it stopped
+MAX_NOTES = 20  # notes kept from one reply, each at most observe.MAX_NOTE_CHARS long
+
+
+class WorkerStopped(Exception):
+    """The worker did not answer: it ran past the time limit or its process ended."""
+
+
+class NotDefined(Exception):
+    """The notebook's code does not define the function a test asks for."""
+
+
+@dataclass
+class Budget:
+    """What grading one notebook may spend: seconds of wall-clock time from its start, and
+    starts of its worker after the first."""
+
+    seconds: float = NOTEBOOK_SECONDS
+    restarts: int = RESTARTS
+    started: float = field(default_factory=time.monotonic)
+    restarted: int = 0  # times a start after the first was asked for (one more than allowed: spent)
+
+    def left(self) -> float:
+        return self.seconds - (time.monotonic() - self.started)
+
+    def spent(self) -> str:
+        """Why no more can be spent ("" while some can)."""
+        if self.left() <= 0:
+            return (f"this notebook used its whole grading time of {self.seconds:g} s (its cells "
+                    f"and calls together), so the rest of it was not run")
+        if self.restarted > self.restarts:
+            most = "once" if self.restarts == 1 else f"{self.restarts} times"
+            return (f"the process running this notebook's code stopped {self.restarted} times, "
+                    f"and it is not started again more than {most}, so the rest of it was not run")
+        return ""
+
+
+class Worker:
+    """One worker process (in a sandbox, or not), the pipes to it, and what the grader
+    measures of it from outside."""
+
+    def __init__(self, cwd: str | os.PathLike, time_limit: float, sandboxed: bool = False,
+                 budget: Budget | None = None) -> None:
+        self.time_limit, self.sandboxed = time_limit, sandboxed
+        self.budget = budget or Budget()
+        to_worker_read, self._to_worker = os.pipe()
+        self._from_worker, from_worker_write = os.pipe()
+        self._log = tempfile.TemporaryFile()
+        self.arena = Arena.create()
+        self.group = Group.create(sandboxes.MEMORY_BYTES, sandboxes.TASKS) if sandboxed else None
+        argv = [sys.executable, "-m", "attncore.grading.course.worker",
+                str(to_worker_read), str(from_worker_write)]
+        ours = [to_worker_read, from_worker_write]  # the child's ends: closed here once it has them
+        if sandboxed:
+            info_read, info_write = os.pipe()
+            command = sandboxes.command(argv[1:], info_fd=info_write)
+            ours.append(info_write)
+            options = {"cwd": "/", "env": {}, **sandboxes.launch_options()}
+        else:
+            command, info_read = argv, None
+            package_root = str(Path(__file__).resolve().parents[3])
+            options = {"cwd": cwd, "start_new_session": True, "env": {
+                **os.environ, "MPLBACKEND": "Agg", "OMP_NUM_THREADS": "1",
+                "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
+                "PYTHONPATH": os.pathsep.join(filter(None, [package_root,
+                                                            os.environ.get("PYTHONPATH")]))}}
+        if self.arena is not None:
+            command += [str(self.arena.fd), str(self.arena.size)]
+        shared = [] if self.arena is None else [self.arena.fd]
+        self.process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=self._log,
+                                        stderr=subprocess.STDOUT, pass_fds=ours + shared,
+                                        **options)
+        for fd in ours:
+            os.close(fd)
+        self.pid = self.process.pid
+        if info_read is not None:
+            with os.fdopen(info_read) as info:
+                self.pid = sandboxes.read_child_pid(info)
+        os.set_blocking(self._to_worker, False)  # writes wait in poll(), with a deadline
+        self._replies = queue.Queue()
+        replies = os.fdopen(self._from_worker, "rb")
+        threading.Thread(target=self._read, args=(replies,), daemon=True).start()
+        self._ask(None, START_LIMIT)  # the worker says it is ready before any time limit runs
+        self._enter_group()
+        self.memory = CallMemory(self.pid, self.group, others=self._others)
+
+    def exec(self, name: str, source: str) -> dict:
+        return self._ask({"op": "exec", "name": name, "source": source})
+
+    def seal(self, allowed: Iterable[str] | None, forbidden: Iterable[str]) -> dict:
+        """From now on the worker starts no process and attncore is out of reach but for
+        `allowed` (None: all of it), and `forbidden` in any case (course.worker)."""
+        return self._ask({"op": "seal", "allowed": None if allowed is None else sorted(allowed),
+                          "forbidden": sorted(forbidden)})
+
+    def call(self, function: str, arguments: dict, measure_memory: bool,
+             stand_ins: Sequence[dict] = ()) -> Outcome:
+        """The Outcome of one call; NotDefined when the notebook has no such function.
+        stand_ins: [{"name", "source", "entry"}] to replace the notebook's functions of
+        those names during the call (course.worker)."""
+        place = None
+        if self.arena is not None:
+            self.arena.start_call()
+            place = self.arena.put
+        arguments = {k: wire.encode(v, place) for k, v in arguments.items()}
+        outside = measure_memory and self.memory.start()
+        # Only where no grader could measure at all (no /proc: self-study off Linux, never a
+        # sandbox) does the worker report its own figure.
+        reported = measure_memory and not outside and not self.sandboxed and not os.path.isdir("/proc")
+        request = {"op": "call", "function": function, "arguments": arguments,
+                   "measure_memory": reported, "stand_ins": list(stand_ins)}
+        reply = self._ask(request)
+        if isinstance(reply.get("missing"), str):
+            raise NotDefined(shorten(reply["missing"]))
+        try:
+            raised = reply["raised"]
+            peak = self.memory.peak() if outside else \
+                int(reply["peak_bytes"]) if reported and reply["peak_bytes"] is not None else None
+            unmeasured = (f"the grader could not measure the memory of this call: "
+                          f"{self.memory.why or 'no way to measure it here'}",) \
+                if measure_memory and peak is None else ()
+            outcome = Outcome(
+                returned=wire.decode(reply["returned"]),
+                raised=None if raised is None else (str(raised[0])[:100], str(raised[1])[:MAX_TEXT]),
+                arguments_after=self._arguments_after(request["arguments"], reply),
+                peak_bytes=peak, notes=unmeasured + _bounded_notes(reply["notes"]),
+                stood_in=_stood_in(reply.get("stood_in", []), stand_ins))
+        except Exception:  # a reply the worker code did not write
+            self.close()
+            raise WorkerStopped("the process running your code sent a reply the grader "
+                                "cannot read") from None
+        return outcome
+
+    def close(self) -> None:
+        if self.process.poll() is None and self.sandboxed:
+            self.process.kill()  # bwrap: the sandbox and every process in it die with it
+        elif self.process.poll() is None:
+            with contextlib.suppress(ProcessLookupError):  # the worker and what it started
+                os.killpg(self.process.pid, signal.SIGKILL)
+        self.process.wait()
+        if self.group is not None:
+            self.group.close()
+        with contextlib.suppress(OSError):
+            os.close(self._to_worker)
+        self._log.close()
+        if self.arena is not None:
+            self.arena.close()
+            self.arena = None
+
+    def _enter_group(self):
+        """Move the sandbox (bwrap and the worker, before any learner code) into its group;
+        without one, the caps are the worker's own limits (course.worker)."""
+        if self.group is None:
+            return
+        try:
+            for pid in (self.process.pid, self.pid):
+                self.group.add(pid)
+        except (OSError, TypeError):
+            self.group.close()
+            self.group = None
+
+    def _others(self):
+        """The live processes of the sandbox besides the worker (in its group, or below it)."""
+        if self.group is not None:
+            return [p for p in self.group.processes() if p not in (self.pid, self.process.pid)]
+        return sandboxes.descendants(self.pid) if self.pid is not None else []
+
+    def _arguments_after(self, sent, reply):
+        """The arguments as the call left them: read from the arena where they were lent
+        there, as the worker says only where no arena exists."""
+        if self.arena is None:
+            return dict(wire.decode(reply["arguments_after"]))
+        return {k: wire.decode(v, self.arena.read) for k, v in sent.items()}
+
+    def _ask(self, request, time_limit=None):
+        limit = self.time_limit if time_limit is None else time_limit
+        seconds = min(limit, max(0.0, self.budget.left()))
+        deadline = time.monotonic() + seconds
+        late = (f"no answer within {seconds:g} s, so it was stopped" if seconds == limit
+                else self.budget.spent() or "this notebook's grading time ran out, so it was stopped")
+        try:
+            if request is not None:
+                self._send(wire.frame(request), deadline)
+            reply = self._replies.get(timeout=max(0.0, deadline - time.monotonic()))
+        except TimeoutError:
+            self.close()
+            raise WorkerStopped(f"it stopped reading what the grader sent it; {late}") from None
+        except queue.Empty:
+            self.close()
+            raise WorkerStopped(late) from None
+        except OSError:  # the pipe closed: the process ended
+            reply = None
+        if self.sandboxed and self.pid is not None:
+            sandboxes.end_other_processes(self.pid)
+        if not isinstance(reply, dict):
+            try:  # the pipe closed because the process ended, or it sent what is no reply
+                self.process.wait(timeout=2)
+            except subprocess.TimeoutExpired:
+                self.close()
+                raise WorkerStopped("the process running your code sent a reply the grader "
+                                    "cannot read, so it was stopped") from None
+            raise WorkerStopped(self._ended())
+        return reply
+
+    def _send(self, data, deadline):
+        """Write data to the worker by the deadline (TimeoutError if it stops reading)."""
+        pending = memoryview(data)
+        poller = select.poll()
+        poller.register(self._to_worker, select.POLLOUT)
+        while pending:
+            left = deadline - time.monotonic()
+            if left <= 0 or not poller.poll(left * 1000):
+                raise TimeoutError
+            with contextlib.suppress(BlockingIOError):
+                pending = pending[os.write(self._to_worker, pending):]
+
+    def _read(self, replies):
+        """Move each reply into the queue; None once the worker's end of the pipe closes or
+        it sends what is no frame (whatever it sends, this thread never dies silently)."""
+        try:
+            while (reply := wire.receive(replies)) is not None:
+                self._replies.put(reply)
+        except BaseException:  # a hostile frame (too large, too deep, not JSON) ends it
+            pass
+        self._replies.put(None)
+
+    def _ended(self):
+        code = self.process.returncode
+        self._log.seek(0)
+        last = self._log.read(1 << 16).decode(errors="replace").strip().splitlines()[-1:]
+        said = f"; its last output: {last[0][:200]!r}" if last else ""
+        if self.group is not None and self.group.out_of_memory():
+            said = (f"; it used more than the {sandboxes.MEMORY_BYTES / 2**30:g} GiB of memory "
+                    f"its sandbox may use{said}")
+        return f"the process running your code ended (exit code {code}){said}"
+
+
+def _bounded_notes(notes):
+    """At most MAX_NOTES distinct notes, each shortened: a reply cannot flood the feedback."""
+    if not isinstance(notes, list):
+        raise TypeError("notes must be a list")
+    kept = {}
+    for note in notes[:MAX_NOTES * 4]:
+        kept.setdefault(shorten(note), None)
+        if len(kept) == MAX_NOTES:
+            break
+    return tuple(kept)
+
+
+def _stood_in(names, stand_ins):
+    """The stand-ins the worker says were used, of those it was sent (it says no more)."""
+    if not isinstance(names, list):
+        raise TypeError("stood_in must be a list")
+    sent = {stand_in["name"] for stand_in in stand_ins}
+    return tuple(sorted(sent.intersection(name for name in names if isinstance(name, str))))
