@@ -17,20 +17,17 @@ and its suites run for many draws (run_suite(diagnose=False): points only):
 - the red team's table of the fixed cases (tests/test_sandbox.py's attempt, visible cases
   added) earns none of masked_softmax's points in any draw.
 """
-import contextlib
 import importlib
-import io
 
 import numpy as np
 import pytest
 
-from attncore.grading.course import runner
 from attncore.grading.course.layout import function_of, parse_grade_id
 from attncore.grading.engine import SPECS, Outcome, run_suite
 from attncore.grading.engine.probe import VISIBLE_SUITES, drawing, graded_cases
 from attncore.grading.observe import observe
 
-from .gradekit import SUITE_MODULE, _compiled, in_process_verdicts, submission
+from .gradekit import SUITE_MODULE, in_process_verdicts, loaded, submission
 from .test_catalogue import WRONG, only_tests_of
 from .test_fairness import RIGHT, rounds, sources
 
@@ -42,15 +39,9 @@ MEMORY_DRAWS = range(1, 3)
 UNSEEN = {a: importlib.import_module(f"tests.unseen.{m}").UNSEEN for a, m in SUITE_MODULE.items()}
 
 
-def _loaded(notebook):
-    """(namespace with the notebook's code run, [grade_id of each test cell])."""
-    tests = runner.test_cells(notebook.cells)
-    tested = {id(cell) for _, cell in tests}
-    namespace = {"__name__": "__main__"}
-    with contextlib.redirect_stdout(io.StringIO()):
-        for cell in notebook.cells:
-            if cell.cell_type == "code" and id(cell) not in tested:
-                exec(_compiled(cell.source), namespace)
+def _ids(notebook):
+    """(the namespace of a submission's code, loaded once; the grade ids of its test cells)."""
+    namespace, tests = loaded(notebook)
     return namespace, [grade_id for grade_id, _ in tests]
 
 
@@ -100,7 +91,7 @@ def test_every_suite_draws_a_case_no_table_of_fixed_cases_holds(function, suite)
 def test_every_correct_style_keeps_full_marks_in_every_draw(assignment):
     failed, graded = [], set()
     for chosen in rounds(assignment):
-        namespace, grade_ids = _loaded(submission(assignment, sources(chosen)))
+        namespace, grade_ids = _ids(submission(assignment, sources(chosen)))
         for grade_id in grade_ids:
             style = (function_of(grade_id), chosen[function_of(grade_id)].style)
             if (grade_id, style) in graded:  # a round repeats the styles of short lists
@@ -120,7 +111,7 @@ def _wrong(assignment):
 def test_every_wrong_solution_gets_the_same_points_in_every_draw(assignment):
     varies = []
     for wrong in _wrong(assignment):
-        namespace, grade_ids = _loaded(only_tests_of(
+        namespace, grade_ids = _ids(only_tests_of(
             submission(assignment, {wrong.function: wrong.source}), wrong.function))
         for grade_id in (g for g in grade_ids if function_of(g) == wrong.function
                          and not g.endswith("-memory")):

@@ -1,6 +1,6 @@
 """A class of wrong solutions nobody catalogued is caught, and named by its behaviour.
 
-tests/unseen/ was written without the catalogue of tests/wrong/ (issue 42): each solution
+tests/unseen/ was written without the catalogue of tests/wrong/: each solution
 replaces the reference in a submission, whose test cells are graded in this process
 (tests.gradekit.in_process_verdicts, the engine and suites of nbgrader autograde). Every
 one must lose points for its function, and at least 95% must be named: a headline that is

@@ -229,7 +229,7 @@ def masked_softmax(scores, mask):
 ]
 
 RIGHT += [
-    # exp(x - lse) over the allowed keys: rows within default_atol(n, dtype, lse) (issue 42)
+    # exp(x - lse) over the allowed keys: rows within default_atol(n, dtype, lse)
     Right("masked_softmax", "exp(x - lse) with lse over the allowed keys", '''
 def masked_softmax(scores, mask):
     x = np.where(mask, scores, -np.inf)

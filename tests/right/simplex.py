@@ -178,7 +178,7 @@ def is_row_stochastic(W, atol=None):
 
 RIGHT += [
     # exp(x - lse) (scipy's softmax, FlashAttention's backward): rows miss 1 by up to |lse| eps,
-    # within the slack default_atol(n, dtype, lse) (issue 42; in tests/wrong/ until then)
+    # within the slack default_atol(n, dtype, lse)
     Right("softmax", "exp(x - lse), lse rounded in the scores' dtype", '''
 def softmax(scores):
     m = np.max(scores, axis=-1, keepdims=True)

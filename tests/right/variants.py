@@ -213,7 +213,6 @@ def linear_attention(Q, K, V, feature_map):
 
 RIGHT += [
     # exp(x - lse) with lse = log(1 + sum exp(x)): rows within default_atol(n, dtype, lse)
-    # (issue 42; in tests/wrong/ until then)
     Right("softmax_one", "exp(x - logaddexp(0, lse)), lse in the scores' dtype", '''
 def softmax_one(x):
     m = x.max(axis=-1, keepdims=True)

@@ -1,6 +1,6 @@
 """A class of wrong solutions written without the catalogue, one module per assignment.
 
-Written before the diagnosis that reads the shape of an error (issue 42), as learners who
+Written before the diagnosis that reads the shape of an error, as learners who
 never saw tests/wrong/ write their mistakes: corrections applied to the wrong sum, slices
 that forget an offset, byte counts with a factor too many, masks shifted by one, head
 splits that mix heads, raw NumPy errors. Each entry says what the code does wrong

@@ -90,6 +90,17 @@ def words(axis, plural=True):
     return (pair[0] if plural else pair[1]) if pair else axis
 
 
+def mask_of(arguments, shape):
+    """The first boolean argument that broadcasts to shape, broadcast to it, or None."""
+    for value in arguments.values():
+        if isinstance(value, np.ndarray) and value.dtype == bool:
+            try:
+                return np.broadcast_to(value, shape)
+            except ValueError:
+                continue
+    return None
+
+
 def argument_shapes(spec, arguments):
     """{argument name: its named shape} for the array arguments, e.g. {"Q": "(T_q, d_k)"}."""
     return {name: "(" + ", ".join(named(spec.axes.get(name, ()), value.ndim)) + ")"

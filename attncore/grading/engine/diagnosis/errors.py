@@ -166,13 +166,15 @@ def _split(spec, arguments, message, known):
     parts = [v for v in arguments.values() if isinstance(v, (int, np.integer))]
     options = [f"{name} = {n}" for name, n in known.items()
                if parts and n % parts[0] and not name.startswith("n_")]
+    heads = "n_heads" in arguments
     return UNEQUAL_SPLIT, (
         f"np.split cuts one axis into {parts[0] if parts else 'n'} equal parts, and the axis "
-        f"you split does not divide{': it is ' + ' or '.join(options) if options else ''}. "
-        f"The axis to cut is the last one, the features, which holds n_heads heads of d "
-        f"features each (the token axis holds tokens, not heads)."), (
+        f"you split does not divide{': it is ' + ' or '.join(options) if options else ''}."
+        + (" The axis to cut is the last one, the features, which holds n_heads heads of d "
+           "features each (the token axis holds tokens, not heads)." if heads else "")), (
         "split the last axis: np.split(x, n_heads, axis=-1), then stack the parts after the "
-        "batch axis, or reshape(B, T, n_heads, d).transpose(0, 2, 1, 3).")
+        "batch axis, or reshape(B, T, n_heads, d).transpose(0, 2, 1, 3)." if heads else
+        "split along the axis whose size the number of parts divides.")
 
 
 def _axis(spec, arguments, message, known):

@@ -26,16 +26,6 @@ DEPENDS_ON_ORDER = "depends on the order of the keys"
 KEY_AXES = ("T_k", "t_k", "n")  # axes whose entries are keys: their order must not matter
 
 
-def _mask(arguments, shape):
-    for value in arguments.values():
-        if isinstance(value, np.ndarray) and value.dtype == bool:
-            try:
-                return np.broadcast_to(value, shape)
-            except ValueError:
-                return None
-    return None
-
-
 def _scores(arguments, shape):
     """The float argument whose rows the result's rows are a softmax of, or None."""
     for value in arguments.values():
@@ -57,7 +47,7 @@ def broken(spec, witness):
     if g.shape != e.shape or e.ndim < 1 or not np.issubdtype(e.dtype, np.floating) \
             or not np.issubdtype(g.dtype, np.number) or not np.all(np.isfinite(g)):
         return []
-    mask = _mask(witness.arguments, e.shape)
+    mask = axes.mask_of(witness.arguments, e.shape)
     told = check_rows(e, mask=mask)
     if not (told.entries_in_unit_interval and told.masked_mass == 0 and told.sub_stochastic):
         return []
@@ -110,7 +100,7 @@ def metamorphic(spec, witness, call):
     expected = np.asarray(witness.expected) if not isinstance(witness.expected, tuple) else None
     if expected is not None and np.shape(got) != expected.shape:
         return findings
-    mask = None if expected is None else _mask(arguments, expected.shape)
+    mask = None if expected is None else axes.mask_of(arguments, expected.shape)
     if mask is not None and not mask.all():
         name = next((k for k, v in arguments.items() if isinstance(v, np.ndarray)
                      and v.shape == expected.shape and np.issubdtype(v.dtype, np.floating)), None)

@@ -82,17 +82,6 @@ def _held(got, expected, mask):
     return ""
 
 
-def _mask_argument(arguments, shape):
-    """The boolean argument that broadcasts to the result's shape, broadcast, or None."""
-    for value in arguments.values():
-        if isinstance(value, np.ndarray) and value.dtype == bool:
-            try:
-                return np.broadcast_to(value, shape)
-            except ValueError:
-                continue
-    return None
-
-
 def _source_rows(got, expected, axis, indices, known):
     """'your 0 is the expected 3; your 1 is the expected 4: every one 3 further on (an
     offset of block_size = 3 forgotten?)': where the learner's wrong slices come from."""
@@ -148,7 +137,7 @@ def where_in(spec, arguments, got, expected, names):
     names = axes.named(names, expected.ndim)
     known = axes.sizes(spec, arguments)
     said = []
-    mask = _mask_argument(arguments, expected.shape)
+    mask = axes.mask_of(arguments, expected.shape)
     if mask is not None and not wrong[mask].any():
         blocked = int((~mask).sum())
         scope = "every entry" if wrong[~mask].all() else f"{int(wrong.sum())} of the {blocked} entries"
