@@ -230,8 +230,15 @@ def _variables(node, similar, siblings):
                 yield "the wrong attribute", ast.Attribute(node.value, other, ast.Load())
 
 
-def _statement(node, last):
-    if isinstance(node, (ast.Assign, ast.AugAssign)) and node is not last:
+def _statement(node, last, defined):
+    """A line left out: an update of a name that already has a value (m = m_new in a loop,
+    a repair such as m = np.where(...)); leaving out the line that first defines a name is
+    no slip, just a NameError."""
+    if not isinstance(node, (ast.Assign, ast.AugAssign)) or node is last:
+        return
+    targets = [n.id for t in (node.targets if isinstance(node, ast.Assign) else [node.target])
+               for n in ast.walk(t) if isinstance(n, ast.Name)]
+    if targets and all(defined.get(name, node.lineno) < node.lineno for name in targets):
         yield "a line left out", None
 
 
@@ -265,6 +272,10 @@ class _Source:
         arguments = [a.arg for a in self.definition.args.args]
         stored = [n.id for n in self.nodes if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)]
         names = list(dict.fromkeys(arguments + stored))
+        self.defined = {a: 0 for a in arguments}  # the first line that gives each name a value
+        for n in self.nodes:
+            if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store):
+                self.defined[n.id] = min(self.defined.get(n.id, n.lineno), n.lineno)
         sources = {}
         for statement in (n for n in self.nodes if isinstance(n, ast.Assign)):
             used = [n.id for n in ast.walk(statement.value) if isinstance(n, ast.Name)]
@@ -299,7 +310,7 @@ class _Source:
             operators = (_binary(node), _compare(node), _calls(node), _subscripts(node),
                          _transpose_attribute(node), _bounds(node, self.is_bound(node)),
                          _variables(node, self.similar, self.siblings),
-                         _statement(node, last))
+                         _statement(node, last, self.defined))
             for kind, new in itertools.chain(*operators):
                 yield index, kind, new
 
