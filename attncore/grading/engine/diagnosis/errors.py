@@ -207,8 +207,8 @@ def _index(spec, arguments, message, known):
 
 
 def _none(spec, arguments, error_type, message):
-    try:
-        defaults = inspect.signature(spec.reference).parameters.values()
+    try:  # a plain right answer has the graded function's parameters and defaults
+        defaults = inspect.signature((*spec.plain, spec.reference)[0]).parameters.values()
     except (TypeError, ValueError):
         defaults = ()
     absent = [name for name, value in arguments.items() if value is None] + [

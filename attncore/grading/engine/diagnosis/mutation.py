@@ -156,8 +156,9 @@ def _calls(node):
         if keyword.arg == "axis" and value is not None:
             for other in AXES:
                 if other != value:
-                    yield "the wrong axis", ast.Call(node.func, node.args, rest + [
-                        ast.keyword("axis", _number(other))])
+                    moved = list(node.keywords)
+                    moved[index] = ast.keyword("axis", _number(other))
+                    yield "the wrong axis", ast.Call(node.func, node.args, moved)
             yield ("the axis left out: one value for the whole array, not one per row",
                    ast.Call(node.func, node.args, rest))
         if keyword.arg == "keepdims":
