@@ -173,6 +173,10 @@ def where_in(spec, arguments, got, expected, names):
         if source:
             sentence += f"; along that axis {source}"
         held = _held(got, expected, wrong)
+        slab = np.take(got, hit, axis=axis)
+        if slab.dtype == bool and slab.size and (slab.all() or not slab.any()) and expected.ndim > 1:
+            every = " and every ".join(axes.words(names[a], plural=False) for a in others)
+            held = f"your {word} {_ranges(hit)} are {bool(slab.flat[0])} for every {every}"
         said.append(sentence + (f"; {held}" if held else ""))
     if not said:
         return None
