@@ -7,11 +7,12 @@ input.
 how(spec, witness) -> [Finding], the most telling first; across(witnesses) -> Finding or
 None for what only several inputs show.
 """
+from dataclasses import replace
 from fractions import Fraction
 
 import numpy as np
 
-from ..compare import same, several, tolerances
+from ..compare import same, tolerances
 from . import axes
 from .generic import SCALED as CONSTANT_FACTOR
 from .witness import Finding
@@ -128,7 +129,7 @@ def _along(spec, got, expected):
                     f"other way round."), "check the order of the axes: transpose where the text "
                                           "says, and only there."))
     for a, n in enumerate(expected.shape):
-        if n < 2:
+        if n < 3:  # two entries in another order are as often chance as a shift
             continue
         source = [[j for j in range(n) if _close(_take(got, a, i), _take(expected, a, j))]
                   for i in range(n)]
@@ -264,14 +265,15 @@ def how(spec, witness):
     """[Finding] of how the learner's result differs from the expected one, the most
     telling first; [] when no description of the whole fits."""
     got, expected = witness.got, witness.expected
-    if several(expected):
+    if isinstance(expected, tuple):  # several results, each read on its own
         if not isinstance(got, (tuple, list)) or len(got) != len(expected):
             return []
         findings = []
         for index, (mine, theirs) in enumerate(zip(got, expected)):
             if not same(mine, theirs):
+                alone = replace(spec, axes={**spec.axes, "return": axes.result_names(spec, index)})
                 findings += [Finding(f.headline, f"Result {index} of the tuple: {f.detail}", f.fix)
-                             for f in how(spec, _alone(witness, mine, theirs))]
+                             for f in how(alone, _alone(witness, mine, theirs))]
         return findings
     try:
         g, e = np.asarray(got), np.asarray(expected)
