@@ -4,11 +4,27 @@ A report says how far the worst row is from the claim and which row it is, so
 the book can print it, the tests can assert on it and the grader can quote it.
 
 Tolerance: a row of n weights computed in floating point sums to 1 only up to
-rounding. The exponentials' own rounding cancels (the same rounded values are summed
-and then divided by that sum); what remains is the summation, each of the n
-additions contributing at most about one unit roundoff eps/2, and the division, so
-|sum - 1| is bounded by a small multiple of n * eps. The default atol is 4 * n * eps of the dtype
-(float32: eps = 1.19e-7; float64: eps = 2.2e-16), with a floor of 8 * eps.
+rounding, and how far depends on how the weights were made (u = eps/2, the unit roundoff
+of the dtype):
+
+- normalised by their computed sum, w_j = e_j / sum(e): the exponentials' own rounding
+  cancels (the same rounded values are summed and then divided by that sum); what remains
+  is the summation, each of the n additions contributing at most about u, and the
+  division, so |sum - 1| <= (n + 1) u, about n eps / 2;
+- recovered from a log-sum-exp, w_j = exp(x_j - lse) (scipy's softmax, FlashAttention's
+  backward P = exp(S - LSE), the log-space softmax-1): nothing divides by the weights'
+  own sum, so every error of the computed lse reaches every weight of the row as the same
+  factor. lse = m + log(s) is rounded to |lse| u, and log(s) carries the summation's
+  (n + 1) u; the subtraction x_j - lse adds |x_j - lse| u to weight j, which averages, with
+  the weights, to the row's entropy (at most log n) times u; exp and a final cast to the
+  input's dtype add u each. So |sum - 1| <= |lse| u + (n + log n + 3) u.
+
+The default atol covers both with room to spare: max(4 n, 8) eps of the dtype
+(float32: eps = 1.19e-7; float64: eps = 2.2e-16), the floor 8 eps for rows too short for
+4 n eps to cover one rounding, plus |lse| eps when the weights may come from a log-sum-exp
+(twice its |lse| u, since lse itself is computed as m + log(s) in the working precision).
+The lse term does not depend on n: it grows with the size of the scores, so a float32 row
+whose scores sit near 300 needs about 300 eps however short it is.
 """
 from __future__ import annotations
 
@@ -20,17 +36,26 @@ from numpy.typing import ArrayLike, DTypeLike
 from ._checks import as_mask, leading_shape
 
 
-def default_atol(n: int, dtype: DTypeLike) -> float:
-    """4 * n * eps of dtype (floor 8 * eps): the row-sum slack that rounding allows.
+def default_atol(n: int, dtype: DTypeLike, lse: ArrayLike = 0.0) -> float:
+    """max(4 n, 8) eps + |lse| eps of dtype: the row-sum slack that rounding allows.
+
+    n: the length of a row; lse: the log-sum-exp of the rows' scores (one number, or one
+    per row: the largest |lse| counts), for weights that may be recovered as
+    exp(x - lse); 0 (the default) for weights normalised by their own sum. The module's
+    docstring derives both terms.
 
     Examples
     --------
     >>> from attncore.invariants import default_atol
     >>> default_atol(1000, np.float32) == 4000 * float(np.finfo(np.float32).eps)
     True
+    >>> default_atol(4, np.float32, lse=300.0) == 316 * float(np.finfo(np.float32).eps)
+    True
     """
     eps = np.finfo(dtype).eps if np.issubdtype(dtype, np.floating) else np.finfo(float).eps
-    return float(max(4 * n, 8) * eps)
+    size = np.abs(np.asarray(lse, dtype=np.float64))
+    size = float(np.max(size[np.isfinite(size)], initial=0.0))
+    return float((max(4 * n, 8) + size) * eps)
 
 
 @dataclass(frozen=True)

@@ -64,10 +64,9 @@ def _compiled(source):
     return compile(source, "<cell>", "exec")
 
 
-def in_process_verdicts(notebook, seed=None):
-    """{grade_id: engine.Verdict} of a submission, its code run in this process: the fast
-    path for the catalogue of wrong solutions (no worker, no nbgrader). seed: the draw of
-    the hidden cases, as the grade that counts makes one (None: the fixed cases)."""
+def loaded(notebook):
+    """(the namespace a submission's code defines, run in this process; its test cells as
+    [(grade_id, cell)])."""
     tests = test_cells(notebook.cells)
     tested = {id(cell) for _, cell in tests}
     namespace = {"__name__": "__main__"}
@@ -75,6 +74,14 @@ def in_process_verdicts(notebook, seed=None):
         for cell in notebook.cells:
             if cell.cell_type == "code" and id(cell) not in tested:
                 exec(_compiled(cell.source), namespace)
+    return namespace, tests
+
+
+def in_process_verdicts(notebook, seed=None):
+    """{grade_id: engine.Verdict} of a submission, its code run in this process: the fast
+    path for the catalogue of wrong solutions (no worker, no nbgrader). seed: the draw of
+    the hidden cases, as the grade that counts makes one (None: the fixed cases)."""
+    namespace, tests = loaded(notebook)
     result = {}
     for grade_id, _ in tests:
         function, suite = parse_grade_id(grade_id)

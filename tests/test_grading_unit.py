@@ -169,3 +169,42 @@ def test_a_memory_case_without_a_measurement_is_not_passed():
     verdict = run_suite(spec, "memory", call)
     assert not verdict.passed and MEMORY_UNMEASURED in verdict.message
     assert "no measurement" in verdict.message
+
+
+SHAPE_SET_IN_PLACE = '''
+def softmax(scores):
+    m = np.max(scores, axis=-1, keepdims=True)
+    e = np.exp(scores - m)
+    out = e / np.sum(e, axis=-1, keepdims=True)
+    scores.shape = (-1,)          # flattened in place, as a shortcut for later
+    return out
+'''
+
+
+def _shape_verdicts(grade):
+    from .gradekit import submission
+
+    return {gid: v for gid, v in grade(submission("02-simplex", {"softmax": SHAPE_SET_IN_PLACE})).items()
+            if gid.startswith("softmax")}
+
+
+def test_a_shape_set_in_place_is_caught_in_process():
+    from attncore.grading.engine.probe import INPUT_MODIFIED
+
+    from .gradekit import in_process_verdicts
+
+    found = _shape_verdicts(in_process_verdicts)
+    assert found and all(v.misconception == INPUT_MODIFIED for v in found.values()), found
+
+
+@pytest.mark.slow
+@pytest.mark.pipeline
+def test_a_shape_set_in_place_is_caught_through_the_worker():
+    """x.shape = ... changes the worker's view of an array lent through the arena, not its
+    bytes: the worker reports the shapes after the call, and the grader compares them."""
+    from attncore.grading.engine.probe import INPUT_MODIFIED
+
+    from .gradekit import verdicts
+
+    found = _shape_verdicts(verdicts)
+    assert found and all(v.misconception == INPUT_MODIFIED for v in found.values()), found

@@ -1,6 +1,8 @@
 """The invariant reports catch what they claim to catch, and say where."""
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 import attncore
 from attncore import invariants
@@ -102,3 +104,39 @@ def test_empty_weights_get_a_report(shape):
 def test_scalar_weights_are_refused():
     with pytest.raises(ValueError, match=r"weights must have shape \(\.\.\., T_q, T_k\).*shape \(\)"):
         invariants.check_rows(np.float64(0.5))
+
+
+def _lse_rows(x):
+    """Weights exp(x - lse) with lse = m + log(sum(exp(x - m))) rounded in x's dtype, as
+    SciPy's softmax and a kernel that stores the lse compute them; and the lse."""
+    m = x.max(axis=-1, keepdims=True)
+    lse = m + np.log(np.exp(x - m).sum(axis=-1, keepdims=True))
+    return np.exp(x - lse), lse
+
+
+def test_default_atol_adds_the_size_of_the_lse():
+    eps = float(np.finfo(np.float32).eps)
+    assert invariants.default_atol(4, np.float32) == 16 * eps
+    assert invariants.default_atol(4, np.float32, lse=-300.0) == 316 * eps
+    lse = np.array([[2.0], [-np.inf], [-7.0]])  # a fully masked row has lse -inf: no slack
+    assert invariants.default_atol(3, np.float64, lse=lse) == 19 * np.finfo(np.float64).eps
+
+
+@given(dtype=st.sampled_from([np.float32, np.float64]), n=st.integers(1, 64),
+       mu=st.floats(-1e4, 1e4), seed=st.integers(0, 2 ** 32 - 1))
+def test_both_correct_softmaxes_are_within_the_slack_with_their_lse(dtype, n, mu, seed):
+    """Rows divided by their sum stay within max(4 n, 8) eps; rows recovered from a rounded
+    lse within that plus |lse| eps (attncore.invariants derives both); the first slack
+    alone fails the second kind as soon as the scores are large."""
+    x = (mu + np.random.default_rng(seed).normal(size=(64, n))).astype(dtype)
+    divided = attncore.softmax(x)
+    recovered, lse = _lse_rows(x)
+    assert invariants.check_rows(divided).on_simplex
+    assert invariants.check_rows(recovered, atol=invariants.default_atol(n, dtype, lse=lse)).on_simplex
+
+
+def test_the_slack_without_the_lse_fails_correct_rows_at_large_scores(rng):
+    x = (300 + rng.normal(size=(2000, 4))).astype(np.float32)
+    recovered, lse = _lse_rows(x)
+    assert not invariants.check_rows(recovered).on_simplex
+    assert invariants.check_rows(recovered, atol=invariants.default_atol(4, np.float32, lse=lse)).on_simplex

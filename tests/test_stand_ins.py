@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from attncore.grading.course.runner import _stood_in
-from attncore.grading.engine import SPECS, Outcome, run_suite
+from attncore.grading.engine import SPECS, Outcome, run_suite, stand_ins
 from attncore.grading.observe import observe
 
 from .gradekit import submission, verdicts
@@ -41,11 +41,32 @@ def test_a_stand_in_passes_every_suite_of_its_function(function, seed):
         assert verdict.passed, (suite, verdict.message)
 
 
-@pytest.mark.parametrize("function", WITH_STAND_IN)
+PLAIN = [(name, plain) for name, spec in SPECS.items() for plain in spec.plain]
+
+
+def test_every_graded_function_has_a_plain_right_answer_in_stand_ins():
+    """The derived mistakes change the code of these (engine.diagnosis.mutation)."""
+    assert {name for name, _ in PLAIN} == set(SPECS)
+    assert all(spec.stand_in is None or spec.stand_in in spec.plain for spec in SPECS.values())
+
+
+@pytest.mark.parametrize("function,plain", PLAIN, ids=[f"{f}-{p.__name__}" for f, p in PLAIN])
+@pytest.mark.parametrize("seed", [None, 3])
+def test_a_plain_right_answer_passes_every_suite_of_its_function(function, plain, seed):
+    spec = SPECS[function]
+    for suite in spec.suites:
+        verdict = run_suite(spec, suite, lambda arguments, measure_memory: Outcome(
+            **observe(plain, arguments, spec.forbidden, measure_memory)), seed)
+        assert verdict.passed, (suite, verdict.message)
+
+
+@pytest.mark.parametrize("function", WITH_STAND_IN + [f"{f}:{p.__name__}" for f, p in PLAIN])
 def test_a_stand_in_uses_numpy_alone(function):
     """It runs where the exercise forbids attncore's functions: it names no global but np
     and builtins."""
-    tree = ast.parse(textwrap.dedent(inspect.getsource(SPECS[function].stand_in)))
+    name, _, plain = function.partition(":")
+    source = getattr(stand_ins, plain) if plain else SPECS[name].stand_in
+    tree = ast.parse(textwrap.dedent(inspect.getsource(source)))
     local = {node.id for node in ast.walk(tree) if isinstance(node, ast.Name)
              and isinstance(node.ctx, ast.Store)} | {
         arg.arg for node in ast.walk(tree) if isinstance(node, ast.arguments)

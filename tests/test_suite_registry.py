@@ -37,14 +37,14 @@ INVERTED = "inverted mask polarity"
 OFF_BY_ONE = "causal mask off by one"
 NEGATIVE_SLICE = "negative slice index wraps around"
 MASKING = {  # function: ({suite: number of cases}, misconceptions in the order tried)
-    "causal_mask": ({"basic": 2, "hidden": 5}, [
+    "causal_mask": ({"basic": 3, "hidden": 5}, [
         SHAPE, "upper instead of lower triangle (triu instead of tril)", INVERTED, OFF_BY_ONE,
         "top-left instead of bottom-right causal alignment",
         "bottom-right offset with the wrong sign", NEGATIVE_SLICE]),
-    "key_padding_mask": ({"basic": 1, "hidden": 3}, [
+    "key_padding_mask": ({"basic": 2, "hidden": 3}, [
         "padding mask on queries instead of keys", SHAPE, INVERTED, "padding on the wrong side",
         "padding boundary off by one"]),
-    "sliding_window_mask": ({"basic": 1, "hidden": 5}, [
+    "sliding_window_mask": ({"basic": 2, "hidden": 5}, [
         SHAPE, "window not causal (future keys allowed)",
         "window looks forward (transposed: keys after the query)", OFF_BY_ONE,
         "window one key too wide or too narrow", INVERTED, NEGATIVE_SLICE]),
@@ -54,7 +54,7 @@ MASKING = {  # function: ({suite: number of cases}, misconceptions in the order 
         "fully masked row giving NaN or a uniform row", "finite sentinel too weak for the scores",
         INVERTED, "mask applied after softmax", "a global instead of per-row maximum",
         "unstable softmax (overflow)", "mask used as an index without broadcasting it",
-        "exp(x - lse): rows miss 1 by more than rounding allows"]),
+        "rows that miss 1 by more than rounding allows"]),
 }
 
 

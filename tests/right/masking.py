@@ -227,3 +227,25 @@ def masked_softmax(scores, mask):
     return np.where(np.isnan(w), 0, w)
 ''', note="RuntimeWarning"),
 ]
+
+RIGHT += [
+    # exp(x - lse) over the allowed keys: rows within default_atol(n, dtype, lse)
+    Right("masked_softmax", "exp(x - lse) with lse over the allowed keys", '''
+def masked_softmax(scores, mask):
+    x = np.where(mask, scores, -np.inf)
+    m = np.max(x, axis=-1, keepdims=True)
+    m = np.where(np.isfinite(m), m, 0)
+    s = np.sum(np.exp(x - m), axis=-1, keepdims=True)
+    lse = m + np.log(np.where(s > 0, s, 1))
+    return np.where(s > 0, np.exp(x - lse), 0).astype(scores.dtype)
+''', note="log-sum-exp"),
+    Right("masked_softmax", "exp(x - lse), NaN of empty rows repaired (RuntimeWarning)", '''
+def masked_softmax(scores, mask):
+    x = np.where(mask, scores, -np.inf)
+    m = x.max(axis=-1, keepdims=True)
+    safe = np.where(np.isneginf(m), 0, m)
+    with np.errstate(divide="ignore"):
+        lse = safe + np.log(np.exp(x - safe).sum(axis=-1, keepdims=True))
+    return np.nan_to_num(np.exp(x - lse), nan=0.0)
+'''),
+]

@@ -19,8 +19,8 @@ def softmax(scores):
     e = np.exp(x)
     return (e / e.sum(axis=-1, keepdims=True)).astype(scores.dtype)
 '''),
-    # exp(x - lse) with lse = m + log(s) rounded in the input dtype is wrong (its rows miss 1 by
-    # ~200 times the slack at |x| = 1e4: tests/wrong/simplex.py); keeping log(s) apart is right
+    # log(s) kept apart from m: rows within max(4 n, 8) eps (exp(x - lse) with lse = m + log(s)
+    # is right too, within the lse's slack: below)
     Right("softmax", "log-softmax, then one exp", '''
 def softmax(scores):
     shifted = scores - np.max(scores, axis=-1, keepdims=True)
@@ -174,4 +174,23 @@ def is_row_stochastic(W, atol=None):
     return (np.isfinite(W).all() & ((W >= 0) & (W <= 1)).all()
             & (np.abs(W.sum(axis=-1) - 1) <= atol).all())
 '''),
+]
+
+RIGHT += [
+    # exp(x - lse) (scipy's softmax, FlashAttention's backward): rows miss 1 by up to |lse| eps,
+    # within the slack default_atol(n, dtype, lse)
+    Right("softmax", "exp(x - lse), lse rounded in the scores' dtype", '''
+def softmax(scores):
+    m = np.max(scores, axis=-1, keepdims=True)
+    lse = m + np.log(np.sum(np.exp(scores - m), axis=-1, keepdims=True))
+    return np.exp(scores - lse)
+''', note="log-sum-exp"),
+    Right("softmax", "a logsumexp helper, then exp(x - lse)", '''
+def logsumexp(x):
+    top = x.max(axis=-1, keepdims=True)
+    return top + np.log(np.exp(x - top).sum(axis=-1, keepdims=True))
+
+def softmax(scores):
+    return np.exp(scores - logsumexp(scores))
+''', note="log-sum-exp"),
 ]

@@ -210,3 +210,32 @@ def linear_attention(Q, K, V, feature_map):
     return ((phi_q @ kv) / (phi_q @ z)[:, None]).astype(Q.dtype)
 ''', note="stderr"),
 ]
+
+RIGHT += [
+    # exp(x - lse) with lse = log(1 + sum exp(x)): rows within default_atol(n, dtype, lse)
+    Right("softmax_one", "exp(x - logaddexp(0, lse)), lse in the scores' dtype", '''
+def softmax_one(x):
+    m = x.max(axis=-1, keepdims=True)
+    lse = m + np.log(np.exp(x - m).sum(axis=-1, keepdims=True))   # log sum_k exp(x_k)
+    return np.exp(x - np.logaddexp(0, lse))                        # log(1 + sum) = logaddexp(0, lse)
+'''),
+    Right("softmax_one", "exp(x - lse) with the 1 as exp(-m) inside the log", '''
+def softmax_one(x):
+    m = np.maximum(x.max(axis=-1, keepdims=True), 0)
+    lse = m + np.log(np.exp(-m) + np.exp(x - m).sum(axis=-1, keepdims=True))
+    return np.exp(x - lse)
+'''),
+    Right("softmax_one", "exp(x - (m + log of the denominator)), cast back", '''
+def softmax_one(x):
+    m = np.maximum(np.max(x, axis=-1, keepdims=True), 0)
+    log_denominator = np.log(np.exp(-m) + np.sum(np.exp(x - m), axis=-1, keepdims=True))
+    return np.exp(x - (m + log_denominator)).astype(x.dtype)
+'''),
+    Right("softmax_one", "log space in float64 with logaddexp(0, lse), cast back", '''
+def softmax_one(x):
+    z = x.astype(np.float64)
+    m = z.max(axis=-1, keepdims=True)
+    lse = m + np.log(np.exp(z - m).sum(axis=-1, keepdims=True))
+    return np.exp(z - np.logaddexp(0, lse)).astype(x.dtype)
+'''),
+]

@@ -246,25 +246,6 @@ def masked_softmax(scores, mask):
     w = e / e.sum(axis=-1, keepdims=True)
     return np.where(mask.any(axis=-1, keepdims=True), w, 0).astype(scores.dtype)
 '''),
-    # exp(x - lse) with lse rounded to the scores' precision
-    Wrong("masked_softmax", "exp(x - lse): rows miss 1 by more than rounding allows", '''
-def masked_softmax(scores, mask):
-    x = np.where(mask, scores, -np.inf)
-    m = np.max(x, axis=-1, keepdims=True)
-    m = np.where(np.isfinite(m), m, 0)
-    s = np.sum(np.exp(x - m), axis=-1, keepdims=True)
-    lse = m + np.log(np.where(s > 0, s, 1))
-    return np.where(s > 0, np.exp(x - lse), 0).astype(scores.dtype)
-'''),
-    Wrong("masked_softmax", "exp(x - lse): rows miss 1 by more than rounding allows", '''
-def masked_softmax(scores, mask):
-    x = np.where(mask, scores, -np.inf)
-    m = x.max(axis=-1, keepdims=True)
-    safe = np.where(np.isneginf(m), 0, m)
-    with np.errstate(divide="ignore"):
-        lse = safe + np.log(np.exp(x - safe).sum(axis=-1, keepdims=True))
-    return np.nan_to_num(np.exp(x - lse), nan=0.0)
-'''),
     # unstable softmax (overflow)
     Wrong("masked_softmax", "unstable softmax (overflow)", '''
 def masked_softmax(scores, mask):

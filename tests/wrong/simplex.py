@@ -281,21 +281,6 @@ def softmax(scores):
 ]
 
 WRONG += [
-    # exp(x - lse): rows miss 1 by more than rounding allows (issue 21; was a "right" style)
-    Wrong("softmax", "exp(x - lse): rows miss 1 by more than rounding allows", '''
-def softmax(scores):
-    m = np.max(scores, axis=-1, keepdims=True)
-    lse = m + np.log(np.sum(np.exp(scores - m), axis=-1, keepdims=True))
-    return np.exp(scores - lse)
-'''),
-    Wrong("softmax", "exp(x - lse): rows miss 1 by more than rounding allows", '''
-def logsumexp(x):
-    top = x.max(axis=-1, keepdims=True)
-    return top + np.log(np.exp(x - top).sum(axis=-1, keepdims=True))
-
-def softmax(scores):
-    return np.exp(scores - logsumexp(scores))
-'''),
     # an explicit atol = 0 ignored (atol or default)
     Wrong("is_row_stochastic", "an explicit atol = 0 ignored (atol or default)", '''
 def is_row_stochastic(W, atol=None):

@@ -2,24 +2,6 @@
 from . import Wrong
 
 WRONG = [
-    Wrong("softmax_one", "exp(x - lse): rows sum to more than 1", '''
-def softmax_one(x):
-    m = x.max(axis=-1, keepdims=True)
-    lse = m + np.log(np.exp(x - m).sum(axis=-1, keepdims=True))   # log sum_k exp(x_k)
-    return np.exp(x - np.logaddexp(0, lse))                        # log(1 + sum) = logaddexp(0, lse)
-'''),
-    Wrong("softmax_one", "exp(x - lse): rows sum to more than 1", '''
-def softmax_one(x):
-    m = np.maximum(x.max(axis=-1, keepdims=True), 0)
-    lse = m + np.log(np.exp(-m) + np.exp(x - m).sum(axis=-1, keepdims=True))
-    return np.exp(x - lse)
-'''),
-    Wrong("softmax_one", "exp(x - lse): rows sum to more than 1", '''
-def softmax_one(x):
-    m = np.maximum(np.max(x, axis=-1, keepdims=True), 0)
-    log_denominator = np.log(np.exp(-m) + np.sum(np.exp(x - m), axis=-1, keepdims=True))
-    return np.exp(x - (m + log_denominator)).astype(x.dtype)
-'''),
     # --------------------------------------------------------- softmax_one
     Wrong("softmax_one", "softmax-1 stabilised wrongly", '''
 def softmax_one(x):

@@ -22,6 +22,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import numpy as np
+
 from ..engine import Outcome
 from ..observe import shorten
 from . import sandbox as sandboxes
@@ -212,10 +214,21 @@ class Worker:
 
     def _arguments_after(self, sent, reply):
         """The arguments as the call left them: read from the arena where they were lent
-        there, as the worker says only where no arena exists."""
+        there, as the worker says only where no arena exists. A shape set in place
+        (x.shape = ...) changes the learner's view, not the arena's bytes: the shape the
+        worker reports after the call is taken where it differs (None where no array of
+        these bytes has it), so that the change is caught like any other."""
         if self.arena is None:
             return dict(wire.decode(reply["arguments_after"]))
-        return {k: wire.decode(v, self.arena.read) for k, v in sent.items()}
+        after = {k: wire.decode(v, self.arena.read) for k, v in sent.items()}
+        shapes = reply.get("shapes_after")
+        for name, shape in (shapes.items() if isinstance(shapes, dict) else ()):
+            array = after.get(name)
+            if isinstance(array, np.ndarray) and isinstance(shape, list) and tuple(shape) != array.shape:
+                fits = all(isinstance(n, int) and n >= 0 for n in shape) and \
+                    int(np.prod(shape, dtype=object)) == array.size
+                after[name] = array.reshape(shape) if fits else None
+        return after
 
     def _ask(self, request, time_limit=None):
         limit = self.time_limit if time_limit is None else time_limit

@@ -110,6 +110,8 @@ def call(namespace: dict, request: dict, arena: Arena | None) -> dict:
         seen = observe(function, arguments, (), request["measure_memory"])
     return {"returned": wire.encode(seen["returned"]), "raised": seen["raised"],
             "arguments_after": wire.encode(seen["arguments_after"]),
+            "shapes_after": {k: list(v.shape) for k, v in arguments.items()
+                             if isinstance(v, np.ndarray)},  # x.shape = ... leaves the arena's bytes
             "peak_bytes": seen["peak_bytes"], "notes": list(seen["notes"]),
             "stood_in": sorted(used)}
 

@@ -13,29 +13,28 @@ import contextvars
 import copy
 import dataclasses
 import enum
-import os
+import pickle
 from dataclasses import dataclass, field
-from itertools import permutations
 from typing import Callable
 
 import numpy as np
 
+from . import diagnosis
+from .compare import same, several, tolerances  # noqa: F401 (the suites read them here)
+from .diagnosis.witness import STRICT_DETECTORS, guarded as detector_errors  # noqa: F401
+from .diagnosis.generic import (NAN_OR_INF, ROUNDED, SCALED, SHAPE_OR_DTYPE, WRONG_ORDER,  # noqa: F401
+                                WRONG_VALUES, generic)
 from .feedback import message
 
 
 # What the grader can say about any function, besides its own catalogue.
 INPUT_MODIFIED = "input modified in place"
-SHAPE_OR_DTYPE = "wrong output shape or dtype"
-NAN_OR_INF = "NaN or inf in the output"
 MATERIALISED = "the full (T_q, T_k) matrix materialised"
 MATERIALISED_FIX = ("never build the (T_q, T_k) score matrix (no Q @ K.T on whole arrays): loop "
                     "over key tiles K[k0:k0 + block_size] (and query tiles), keep m, l and acc "
                     "per query row, and hold only one (block_size, block_size) tile of scores at "
                     "a time.")
 MEMORY_UNMEASURED = "memory use could not be measured"
-ROUNDED = "right values, rounded"
-SCALED = "right values times a constant factor"
-WRONG_ORDER = "results returned in the wrong order"
 DID_NOT_FINISH = "did not finish"
 NOT_WRITTEN = "not written yet"
 FORBIDDEN = "called a function the exercise forbids"
@@ -43,19 +42,7 @@ GENERIC = (INPUT_MODIFIED, SHAPE_OR_DTYPE, NAN_OR_INF, MATERIALISED, MEMORY_UNME
            SCALED, WRONG_ORDER)
 VISIBLE_SUITES = ("basic",)  # the cases a notebook shows; every other suite is hidden
 
-STRICT_DETECTORS = "ATTNCORE_STRICT_DETECTORS"  # set to 1: a detector's error is raised
-
 _DRAW = contextvars.ContextVar("draw", default=None)
-
-
-def detector_errors():
-    """Where a detector or an on_error runs: its exception is no verdict on the learner, so
-    it is suppressed (the next misconception, or the generic feedback, speaks instead),
-    unless the environment sets ATTNCORE_STRICT_DETECTORS=1, as the catalogue tests do, so
-    that a broken detector fails a test instead of going unseen."""
-    if os.environ.get(STRICT_DETECTORS) == "1":
-        return contextlib.nullcontext()
-    return contextlib.suppress(Exception)
 
 
 def drawn_with():
@@ -167,50 +154,12 @@ class FunctionSpec:
     # a right answer in plain NumPy (engine.stand_ins) that replaces the learner's function
     # while another function of the notebook that calls it is graded again
     stand_in: Callable | None = None
-
-
-def tolerances(expected, rtol=None):
-    """rtol, atol for comparing with the reference.
-
-    Loose enough for any correct order of operations even when scores reach 1e4
-    (their rounding errors, ~1e4 * d_k * eps, move the weights by that relative
-    amount), tight enough that every catalogued mistake, which changes results
-    by far more, is seen: rtol 1e-6 in float64 and 2e-3 in float32. atol is a
-    twentieth of that, relative to the largest expected entry: an entry near 0 that
-    is a difference of larger terms (a weighted sum of values of both signs, x - tau
-    in sparsemax) carries a rounding error relative to those terms, not to itself,
-    and inputs drawn at grading time land on such entries by chance.
-    """
-    dtype = expected.dtype if np.issubdtype(expected.dtype, np.floating) else np.float64
-    loose = {np.dtype(np.float16): 1e-2, np.dtype(np.float32): 2e-3}.get(np.dtype(dtype), 1e-6)
-    scale = float(np.max(np.abs(expected[np.isfinite(expected)]), initial=1.0))
-    rtol = rtol if rtol is not None else loose
-    return rtol, loose * 0.05 * scale
-
-
-def several(expected):
-    """Is expected a tuple of results with different shapes, such as (output, weights)?"""
-    return isinstance(expected, tuple) and len({np.shape(v) for v in expected}) > 1
-
-
-def same(a, b, rtol=None):
-    """a and b have one shape and agree within tolerance (NaN matches NaN); when b is
-    several results, a must be as many, each agreeing with its counterpart."""
-    if several(b):
-        return isinstance(a, (tuple, list)) and len(a) == len(b) and all(
-            same(x, y, rtol) for x, y in zip(a, b))
-    try:
-        a, b = np.asarray(a), np.asarray(b)
-    except Exception:  # a ragged or odd return value
-        return False
-    if a.shape != b.shape:
-        return False
-    if a.dtype == bool or b.dtype == bool or not np.issubdtype(b.dtype, np.number):
-        return a.dtype == b.dtype and np.array_equal(a, b)
-    if not np.issubdtype(a.dtype, np.number):
-        return False
-    rtol, atol = tolerances(b, rtol)
-    return bool(np.allclose(a, b, rtol=rtol, atol=atol, equal_nan=True))
+    # right answers in plain NumPy (engine.stand_ins) whose code the derived mistakes change
+    plain: tuple = ()
+    # argument name (and "return") -> the names of its axes, for the diagnosis
+    axes: dict = field(default_factory=dict)
+    # (arguments, got, expected) -> a note for a right result that could be better, or None
+    advice: Callable | None = None
 
 
 @dataclass(frozen=True)
@@ -244,64 +193,154 @@ class Verdict:
     misconception: str = ""  # what the message's first line names: a mistake, or what went wrong
 
 
-def run_suite(spec, suite, call, seed=None):
+@dataclass(frozen=True)
+class Failure:
+    """What went wrong on one case, before the diagnosis: a headline, its detail and fix.
+
+    kind: "values" (a returned result that is wrong), "raised" (an exception), or "other"
+    (did not finish, not written, input modified, memory, dtype: nothing to diagnose);
+    named: a catalogued misconception (or a problem that names itself) said it.
+    """
+
+    headline: str
+    detail: str = ""
+    fix: str = ""
+    kind: str = "other"
+    named: bool = True
+    misconception: object = None  # the catalogued Misconception that named it, if one did
+    generic: bool = False  # said by the checks every function has, not by its catalogue
+    show_values: bool = True  # the message shows what came back and what was expected
+    text: str = ""  # the whole message, when it needs no input shown (not written, forbidden)
+
+
+def graded_cases(spec, suite, seed=None):
+    """[(case, the seed its inputs are drawn with)] of a suite, in the order they run.
+
+    seed None (a learner's own check): every case as written. A seed (the grade that
+    counts): a hidden suite draws its random inputs from it, so no table of fixed cases can
+    answer them; a visible suite runs its cases as written (what the learner saw pass),
+    then each again with its random inputs drawn, when that changes them (a "drawn
+    twin"), so that no table of the visible cases earns the visible cell either.
+    """
+    cases = spec.suites[suite]
+    if seed is None:
+        return [(case, None) for case in cases]
+    fixed = []
+    for case in cases:
+        with drawing(None):
+            fixed.append(case.make())
+    drawn = [(case, _new_draw(case, seed, fixed)) for case in cases]
+    if suite not in VISIBLE_SUITES:
+        return [(case, draw if draw is not None else seed) for case, draw in drawn]
+    return [(case, None) for case in cases] + [
+        (dataclasses.replace(case, description=f"{case.description}; values drawn when graded"),
+         draw) for case, draw in drawn if draw is not None]
+
+
+def _new_draw(case, seed, fixed, attempts=8):
+    """The draw, seed or one derived from it, whose inputs for case differ from every fixed
+    case of its suite (a small range of sizes can draw a fixed one), or None when the case
+    draws nothing."""
+    for attempt in range(attempts):
+        draw = seed if attempt == 0 else (seed * 1_000_003 + attempt) % 2 ** 31
+        with drawing(draw):
+            made = case.make()
+        if not any(_same_arguments(made, other) for other in fixed):
+            return draw
+    return None
+
+
+def _same_arguments(a, b):
+    """Are two cases' arguments equal (arrays by value, other objects by their pickle)?"""
+    try:
+        return pickle.dumps(a) == pickle.dumps(b)
+    except Exception:  # an argument that does not pickle: take it as changed
+        return False
+
+
+def run_suite(spec, suite, call, seed=None, diagnose=True):
     """Run suite `suite` of spec's cases, smallest first, and stop at the first mistake.
 
     call(arguments, measure_memory) runs the learner's function on the arguments (a dict in
     parameter order) wherever it lives and returns an Outcome. The expected values and
-    the diagnosis stay here, in the caller's process. seed: when given, the random inputs
-    of a hidden suite are drawn from it (so no table of fixed cases can answer them);
-    visible suites keep their fixed cases.
+    the diagnosis stay here, in the caller's process. seed: the draw of the grade that
+    counts (graded_cases). At the first mistake, the diagnosis may run the suite's later
+    cases too (never those that measure memory) to name it; diagnose=False says only that
+    the suite failed (for counting points, as a test of grades across draws does).
     """
-    notes = []
-    for case in spec.suites[suite]:
-        with drawing(None if suite in VISIBLE_SUITES else seed):
+    notes, witnesses = [], []
+    cases = graded_cases(spec, suite, seed)
+
+    def run(case, draw):
+        with drawing(draw):
             arguments = case.make()
         expected = spec.reference(*copy.deepcopy(arguments).values())
         outcome = call(copy.deepcopy(arguments), case.max_extra_bytes is not None)
+        return arguments, expected, outcome
+
+    for index, (case, draw) in enumerate(cases):
+        arguments, expected, outcome = run(case, draw)
         notes += [note for note in dict.fromkeys(outcome.notes) if note not in notes]
         failure = _failure(spec, case, arguments, outcome, expected)
-        if failure is not None:
-            headline, text = failure
-            return Verdict(False, text, tuple(notes), headline)
+        witnesses.append(diagnosis.Witness(case.description, arguments, expected, outcome,
+                                           failure is None, case.max_extra_bytes is not None))
+        if failure is None:
+            advice = spec.advice and spec.advice(arguments, outcome.returned, expected)
+            notes += [advice] if advice and advice not in notes else []
+            continue
+        if not diagnose:
+            return Verdict(False, failure.headline, tuple(notes), failure.headline)
+
+        def more(later=cases[index + 1:]):
+            found = []
+            for other, other_draw in ((c, d) for c, d in later if c.max_extra_bytes is None):
+                a, e, o = run(other, other_draw)
+                if o.stopped is not None:
+                    break
+                found.append(diagnosis.Witness(other.description, a, e, o,
+                                               _failure(spec, other, a, o, e) is None))
+            return found
+
+        if failure.text:
+            return Verdict(False, failure.text, tuple(notes), failure.headline)
+        headline, detail, fix = diagnosis.explain(spec, witnesses, failure, more, call)
+        short = f"raised {outcome.raised[0]}" if headline == failure.headline and \
+            failure.kind == "raised" and not failure.named else headline
+        return Verdict(False, message(spec.name, headline, case.description, arguments,
+                                      outcome.returned, expected, detail, fix,
+                                      failure.show_values), tuple(notes), short)
     return Verdict(True, "", tuple(notes))
 
 
 def _failure(spec, case, pristine, outcome, expected):
-    """(headline, learner-facing message) for the first problem of this case, or None; the
-    headline is what the message's first line names (a misconception, or what went wrong)."""
+    """The Failure of this case, or None when the learner's function got it right."""
     if outcome.stopped is not None:
-        return DID_NOT_FINISH, message(
-            spec.name, DID_NOT_FINISH, case.description, pristine, detail=outcome.stopped,
-            show_values=False, fix="run it on the input above in a cell of your own: look for a "
-                                   "loop that never ends, or code that stops the interpreter.")
+        return Failure(DID_NOT_FINISH, outcome.stopped,
+                       "run it on the input above in a cell of your own: look for a loop that "
+                       "never ends, or code that stops the interpreter.", show_values=False)
     if outcome.raised is not None:
-        return _raised(spec, case, pristine, *outcome.raised)
-    failure = _diagnose(spec, case, pristine, outcome, expected)
-    if failure is None:
-        return None
-    headline, detail, fix = failure
-    return headline, message(spec.name, headline, case.description, pristine, outcome.returned,
-                             expected, detail, fix)
+        return _raised(spec, pristine, *outcome.raised)
+    return _diagnose(spec, case, pristine, outcome, expected)
 
 
-def _raised(spec, case, pristine, error_type, error_message):
-    """(headline, message) of a call that raised."""
+def _raised(spec, pristine, error_type, error_message):
+    """The Failure of a call that raised."""
     if error_type == "NotImplementedError":
-        return NOT_WRITTEN, (f"{spec.name}: {NOT_WRITTEN}. Replace `raise NotImplementedError()` "
-                             f"with your code.")
+        return Failure(NOT_WRITTEN, text=f"{spec.name}: {NOT_WRITTEN}. Replace `raise "
+                                         f"NotImplementedError()` with your code.")
     if error_type == "ForbiddenCall":
-        return FORBIDDEN, (f"{spec.name}: you called {error_message}, which this exercise does not "
-                           f"allow (it is what you are asked to write, or it would do the work for "
-                           f"you). Use NumPy and the helpers the exercise allows instead.")
+        return Failure(FORBIDDEN, text=(
+            f"{spec.name}: you called {error_message}, which this exercise does not allow (it is "
+            f"what you are asked to write, or it would do the work for you). Use NumPy and the "
+            f"helpers the exercise allows instead."))
     named, detail = recognise_error(spec, pristine, error_type, error_message)
-    raised = f"your function raised {error_type}: {error_message}"
-    detail = "\n".join(filter(None, [raised, detail])) if named else ""
-    headline = named.name if named else raised
-    return (named.name if named else f"raised {error_type}"), message(
-        spec.name, headline, case.description, pristine, detail=detail, show_values=False,
-        fix=named.fix if named else "run it on the input above in a cell of your own and read "
-                                    "the traceback.")
+    raised = f"Your function raised {error_type}: {error_message}"
+    if named:
+        return Failure(named.name, "\n".join(filter(None, [raised, detail])), named.fix, "raised",
+                       show_values=False)
+    return Failure(f"your function raised {error_type}: {error_message}", "",
+                   "run it on the input above in a cell of your own and read the traceback.",
+                   "raised", named=False, show_values=False)
 
 
 def recognise_error(spec, arguments, error_type, error_message):
@@ -324,60 +363,64 @@ def recognise_error(spec, arguments, error_type, error_message):
 
 
 def _diagnose(spec, case, pristine, outcome, expected):
-    """(headline, detail, fix) for the first problem found in a returned value, or None.
+    """The Failure of a returned value, or None when it is right.
 
     In order: inputs modified, nothing returned, right values in the wrong dtype, too much
-    memory, then the catalogue of misconceptions, then a generic description.
+    memory, then the catalogue of misconceptions, then a generic description (which the
+    diagnosis replaces when it reads more in the error).
     """
     got = outcome.returned
     modified = [part for name in pristine
                 for part in _modified(name, pristine[name], outcome.arguments_after.get(name))]
     if modified:
-        return (INPUT_MODIFIED,
-                f"After the call, {', '.join(modified)} no longer held what was passed in.",
-                "work on a copy (x = x.copy(), or x = x - m instead of x -= m); the caller's "
-                "arrays must be left as they were.")
+        return Failure(INPUT_MODIFIED,
+                       f"After the call, {', '.join(modified)} no longer held what was passed in.",
+                       "work on a copy (x = x.copy(), or x = x - m instead of x -= m); the "
+                       "caller's arrays must be left as they were.")
     if got is None:
-        return ("returned None", "", "end your function with `return` and the result.")
+        return Failure("returned None", "", "end your function with `return` and the result.")
     correct = same(got, expected, spec.rtol)
     if correct and spec.result_dtype is not ResultDtype.ANY \
             and np.asarray(got).dtype != np.asarray(expected).dtype:
-        return (SHAPE_OR_DTYPE,
-                f"The values are right but the dtype is {np.asarray(got).dtype}, "
-                f"not {np.asarray(expected).dtype}.",
-                "return an exact integer: use integer operations only (*, //; no /, no float "
-                "factors), or finish with int(...)." if spec.result_dtype is ResultDtype.EXACT_INT
-                else "compute in the input's dtype (avoid np.float64 constants or arrays), "
-                     "or finish with .astype(x.dtype).")
+        return Failure(SHAPE_OR_DTYPE,
+                       f"The values are right but the dtype is {np.asarray(got).dtype}, "
+                       f"not {np.asarray(expected).dtype}.",
+                       "return an exact integer: use integer operations only (*, //; no /, no "
+                       "float factors), or finish with int(...)."
+                       if spec.result_dtype is ResultDtype.EXACT_INT
+                       else "compute in the input's dtype (avoid np.float64 constants or arrays), "
+                            "or finish with .astype(x.dtype).")
     if correct and case.max_extra_bytes is not None:
         allowed = case.max_extra_bytes(pristine)
         if outcome.peak_bytes is None:
-            return (MEMORY_UNMEASURED,
-                    "The process running your code sent no measurement of the memory your "
-                    "function used, so this test cannot pass.",
-                    "leave the grader's modules in that process alone (your own calls of "
-                    "tracemalloc are fine: they cannot change what the grader measures).")
+            return Failure(MEMORY_UNMEASURED,
+                           "The process running your code sent no measurement of the memory "
+                           "your function used, so this test cannot pass.",
+                           "leave the grader's modules in that process alone (your own calls of "
+                           "tracemalloc are fine: they cannot change what the grader measures).")
         if outcome.peak_bytes > allowed:
             held = spec.memory(pristine, outcome.peak_bytes, allowed) if spec.memory else None
             if held is not None:
-                return held
-            return (MATERIALISED,
-                    f"Your function allocated {outcome.peak_bytes / 1e6:.2f} MB at its peak; "
-                    f"a tiled version needs at most {allowed / 1e6:.2f} MB here.",
-                    MATERIALISED_FIX)
+                return Failure(*held)
+            return Failure(MATERIALISED,
+                           f"Your function allocated {outcome.peak_bytes / 1e6:.2f} MB at its "
+                           f"peak; a tiled version needs at most {allowed / 1e6:.2f} MB here.",
+                           MATERIALISED_FIX)
     if correct:
         for misconception in spec.misconceptions:
             if misconception.close_too and misconception.detect is not None:
                 with np.errstate(all="ignore"), detector_errors():
                     detail = misconception.detect(copy.deepcopy(pristine), got, expected)
                     if detail is not None:
-                        return misconception.name, detail, misconception.fix
+                        return Failure(misconception.name, detail, misconception.fix, "values")
         return None
     for misconception in spec.misconceptions:
         detail = misconception.recognise(pristine, got, expected, spec.rtol)
         if detail is not None:
-            return misconception.name, detail, misconception.fix
-    return _generic(got, expected)
+            return Failure(misconception.name, detail, misconception.fix, "values",
+                           misconception=misconception)
+    headline, detail, fix = generic(got, expected)
+    return Failure(headline, detail, fix, "values", named=headline != WRONG_VALUES, generic=True)
 
 
 def _shows(variant, arguments, got, expected, rtol=None, finite=False):
@@ -390,110 +433,6 @@ def _shows(variant, arguments, got, expected, rtol=None, finite=False):
     except Exception:  # this wrong implementation cannot even run on the input
         return False
     return same(got, output, rtol) and not same(expected, output, rtol)
-
-
-def _generic(got, expected):
-    """What is wrong when no catalogued misconception explains it."""
-    if several(expected):
-        return _generic_several(got, expected)
-    if not isinstance(got, (np.ndarray, np.generic, int, float, bool, list, tuple)):
-        return (SHAPE_OR_DTYPE, f"Your function returned {got!r}; the expected result is "
-                                f"{_kind(np.asarray(expected))}.",
-                "return a NumPy array of numbers (or booleans, where the exercise says so).")
-    got_array, expected = np.asarray(got), np.asarray(expected)
-    if got_array.shape != expected.shape:
-        return (SHAPE_OR_DTYPE,
-                f"Your result has shape {got_array.shape}; the expected shape is {expected.shape}.",
-                "check which axes your products and reductions run over.")
-    if np.issubdtype(got_array.dtype, np.number) and not np.all(np.isfinite(got_array)):
-        where = tuple(int(i) for i in np.argwhere(~np.isfinite(got_array))[0])
-        return (NAN_OR_INF,
-                f"Entry {where} is {got_array[where]}; the expected value is {expected[where]}.",
-                "look for exp of a large number (overflow), 0/0 (a row with nothing to "
-                "normalise), or inf - inf.")
-    if got_array.dtype != expected.dtype and (got_array.dtype == bool or expected.dtype == bool):
-        return (SHAPE_OR_DTYPE,
-                f"Your result has dtype {got_array.dtype}; expected {expected.dtype}.",
-                "return a boolean array (True = may attend)." if expected.dtype == bool else "")
-    if np.issubdtype(got_array.dtype, np.number) and np.issubdtype(expected.dtype, np.floating):
-        near = _rounded(got_array, expected) or _scaled(got_array, expected)
-        if near is not None:
-            return near
-    differ = np.argwhere(~np.isclose(got_array, expected, equal_nan=True)) if np.issubdtype(
-        got_array.dtype, np.number) else np.argwhere(got_array != expected)
-    where = tuple(int(i) for i in differ[0]) if len(differ) else ()
-    at = f" First difference at index {where}: got {got_array[where]}, expected {expected[where]}." if where else ""
-    return ("wrong values", f"No known mistake matches exactly.{at}",
-            "compare your steps with the definition in the exercise text on this small input.")
-
-
-def _rounded(got, expected):
-    """ROUNDED when got is expected rounded to 0-8 decimals (and differs from it), else None:
-    every entry on the grid of that many decimals, within half a step of the expected one
-    (up to the rounding of got's dtype)."""
-    eps = np.finfo(got.dtype).eps if np.issubdtype(got.dtype, np.floating) else 0.0
-    values, reference = got.astype(np.float64), expected.astype(np.float64)
-    for decimals in range(9):
-        steps = values * 10.0 ** decimals
-        slack = 4 * eps * np.abs(steps).max(initial=1.0) + 1e-9
-        on_grid = np.allclose(steps, np.round(steps), rtol=0, atol=slack)
-        near = np.all(np.abs(values - reference) <= 0.5 * 10.0 ** -decimals
-                      + 4 * eps * np.abs(reference).max(initial=1.0))
-        if on_grid and near:
-            return (ROUNDED, f"Your values are the expected ones rounded to {decimals} decimals.",
-                    "return the values as computed: rounding (np.round, round, a format) is for "
-                    "printing only.")
-    return None
-
-
-def _scaled(got, expected):
-    """SCALED when got = c * expected for one number c other than 1, else None."""
-    flat, ref = got.astype(np.float64).ravel(), expected.astype(np.float64).ravel()
-    if not ref.any() or not np.all(np.isfinite(flat)) or not np.all(np.isfinite(ref)):
-        return None
-    c = float(ref @ flat / (ref @ ref))
-    if np.isclose(c, 1) or not np.allclose(flat, c * ref, rtol=1e-6, atol=1e-9 * np.abs(ref).max()):
-        return None
-    return (SCALED, f"Your result is the expected one times {c:.6g} (1/{1 / c:.6g}): every entry "
-                    f"by the same factor.",
-            "look for a division or multiplication too many (by a size such as T_k, d_k or "
-            "sqrt(d_k)) applied to the whole result.")
-
-
-def _kind(array):
-    return f"an array of shape {array.shape} and dtype {array.dtype}"
-
-
-def _generic_several(got, expected):
-    """_generic for a function that returns several results: the first one that differs."""
-    shapes = ", ".join(f"an array of shape {np.shape(e)}" for e in expected)
-    if not isinstance(got, (tuple, list)) or len(got) != len(expected):
-        kind = f"an array of shape {got.shape}" if isinstance(got, np.ndarray) else \
-            f"a {type(got).__name__}" + (f" of {len(got)}" if isinstance(got, (tuple, list)) else "")
-        return (SHAPE_OR_DTYPE,
-                f"Your function returned {kind}; the expected result is a tuple of "
-                f"{len(expected)}: {shapes}.",
-                f"return all {len(expected)} results, in the order the exercise gives "
-                f"(return first, second).")
-    order = _reordered(got, expected)
-    if order is not None:
-        return (WRONG_ORDER, f"Your function returned the right results in the order {order}; "
-                             f"the exercise asks for them in the order 0, ..., {len(expected) - 1}.",
-                "return them in the order the exercise gives (return first, second).")
-    for index, (mine, theirs) in enumerate(zip(got, expected)):
-        if not same(mine, theirs):
-            headline, detail, fix = _generic(mine, theirs)
-            return headline, f"Result {index} of the tuple you returned: {detail}", fix
-    return ("wrong values", "No known mistake matches exactly.", "")
-
-
-def _reordered(got, expected):
-    """The order of expected's results in got when got holds them all, reordered, else None."""
-    for order in permutations(range(len(expected))):
-        if list(order) != sorted(order) and all(
-                same(got[i], expected[j]) for i, j in enumerate(order)):
-            return ", ".join(map(str, order))
-    return None
 
 
 def _modified(name, before, after):

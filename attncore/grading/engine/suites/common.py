@@ -256,7 +256,11 @@ def softmax_misconceptions(apply, axes=(0,)):
     (softmax_fn(x, axis=-1)); axes: the wrong axes a learner may normalise over."""
     return [
         Misconception(WRONG_AXIS, WRONG_AXIS_FIX, variants=tuple(
-            apply(lambda x, a=a: attncore.softmax(x, axis=a)) for a in axes)),
+            apply(lambda x, a=a: attncore.softmax(x, axis=a)) for a in axes),
+            detail=lambda arguments, i: (
+                f"Your weights are normalised over axis {axes[i]}"
+                f"{' (the queries)' if axes[i] == -2 else ''} of the scores, not over the keys "
+                f"(the last axis): each row must sum to 1.")),
         Misconception(MIN_SUBTRACTED, MIN_SUBTRACTED_FIX, variants=(apply(min_softmax),)),
         Misconception(UNSTABLE, UNSTABLE_FIX, variants=(apply(naive_softmax),)),
         Misconception(GLOBAL_MAX, GLOBAL_MAX_FIX, variants=(apply(global_max_softmax),)),
@@ -381,44 +385,68 @@ SCALE_AFTER_SOFTMAX_FIX = ("divide the SCORES by sqrt(d_k), before the softmax: 
                            "the softmax itself sees unscaled scores, so it is too peaked.")
 
 
-LSE_ROUNDED = "exp(x - lse): rows miss 1 by more than rounding allows"
-LSE_ROUNDED_FIX = (
-    "divide by the row sum instead: e = np.exp(x - m); e / e.sum(axis=-1, keepdims=True). x - m "
-    "is exact for the scores that matter, so the rows sum to 1 within a few eps. If you want "
-    "exp(x - lse), keep the small part apart: np.exp((x - m) - np.log(s)) with s = "
-    "sum(exp(x - m)), never x - (m + log(s)), whose m + log(s) rounds away log(s)'s digits "
-    "when |m| is large.")
+ROWS_OFF = "rows that miss 1 by more than rounding allows"
+ROWS_OFF_FIX = ("divide each row by its own sum and by nothing else: e = np.exp(x - m); "
+                "e / e.sum(axis=-1, keepdims=True), with no epsilon and no other constant in the "
+                "denominator. exp(x - lse) is right too, with lse = m + log(sum(exp(x - m))) "
+                "computed in the scores' dtype or wider.")
 
 
-def rounded_rows(argument, at_most_one=False, name=LSE_ROUNDED, fix=LSE_ROUNDED_FIX):
-    """LSE_ROUNDED, for a softmax whose text promises rows that sum to 1 (at_most_one: to at
-    most 1, as softmax-1's) within the slack max(4 n, 8) eps: values within tolerance of the
-    reference, and a row further from its promise than the slack. Rows the reference leaves
-    all 0 (nothing to attend to) promise nothing. argument: the scores' name."""
+def _rows_off(arguments, argument, got, expected, at_most_one):
+    """(the worst row's index, its sum minus 1 (or above 1), the plain slack, the slack with
+    the rows' lse) of a result within tolerance of the reference, or None. Rows the
+    reference leaves all 0 (nothing to attend to) promise nothing."""
+    got, expected = np.asarray(got), np.asarray(expected)
+    if got.shape != expected.shape or not same(got, expected) or not got.size:
+        return None
+    scores = np.asarray(arguments[argument], dtype=np.float64)
+    mask = arguments.get("mask")
+    lse = attncore.logsumexp(scores, mask=mask) if mask is not None else attncore.logsumexp(scores)
+    n, dtype = got.shape[-1], got.dtype
+    sums = got.astype(np.float64).sum(axis=-1)
+    off = np.maximum(sums - 1, 0) if at_most_one else np.where(
+        np.asarray(expected, np.float64).sum(axis=-1) > 0, sums - 1, 0)
+    worst = np.unravel_index(int(np.argmax(np.abs(off))), off.shape)
+    return tuple(map(int, worst)), float(off[worst]), default_atol(n, dtype), \
+        default_atol(n, dtype, lse=lse)
+
+
+def rounded_rows(argument, at_most_one=False, name=ROWS_OFF, fix=ROWS_OFF_FIX):
+    """ROWS_OFF, for a softmax whose text promises rows that sum to 1 (at_most_one: to at
+    most 1, as softmax-1's) within the slack rounding allows: values within tolerance of
+    the reference, and a row further from its promise than default_atol(n, dtype, lse),
+    the slack of attncore.invariants that covers a row divided by its computed sum and a
+    row recovered from a computed log-sum-exp alike. argument: the scores' name."""
     def detect(arguments, got, expected):
-        got, expected = np.asarray(got), np.asarray(expected)
-        if got.shape != expected.shape or not same(got, expected) or not got.size:
+        found = _rows_off(arguments, argument, got, expected, at_most_one)
+        if found is None or abs(found[1]) <= found[3]:
             return None
-        n, dtype = got.shape[-1], got.dtype
-        slack = default_atol(n, dtype)
-        sums = got.astype(np.float64).sum(axis=-1)
-        off = np.maximum(sums - 1, 0) if at_most_one else np.where(
-            np.asarray(expected, np.float64).sum(axis=-1) > 0, sums - 1, 0)
-        worst = np.unravel_index(int(np.argmax(np.abs(off))), off.shape)
-        if abs(off[worst]) <= slack:
-            return None
-        x = np.asarray(arguments[argument])
-        spacing = float(np.spacing(np.abs(x[np.isfinite(x)]).max(initial=0).astype(dtype)))
-        return (f"Entry by entry your values are close to the reference, but row "
-                f"{tuple(map(int, worst))} sums to 1 {off[worst]:+.3g}: "
-                f"{abs(off[worst]) / slack:.0f} times the slack max(4 n, 8) eps = {slack:.3g} "
-                f"that rounding allows for rows of n = {n} in {dtype}"
-                f"{' (its rows sum to at most 1)' if at_most_one else ''}. The usual cause: "
-                f"exp(x - lse) with lse = m + log(sum(exp(x - m))). lse is rounded to the "
-                f"precision of the scores (about {spacing:.3g} here), and every weight of the "
-                f"row is off by that factor.")
+        worst, off, _, slack = found
+        n, dtype = np.shape(got)[-1], np.asarray(got).dtype
+        return (f"Entry by entry your values are close to the reference, but row {worst} sums "
+                f"to 1 {off:+.3g}: {abs(off) / slack:.0f} times the slack rounding allows for "
+                f"rows of n = {n} in {dtype} with these scores (max(4 n, 8) eps + |lse| eps = "
+                f"{slack:.3g}){' (its rows sum to at most 1)' if at_most_one else ''}. Something "
+                f"besides rounding moves every row: an epsilon in the denominator, a constant, "
+                f"a sum taken in a lower precision.")
 
     return Misconception(name, fix, detect=detect, close_too=True)
+
+
+def closer_rows(argument, at_most_one=False):
+    """advice(arguments, got, expected) for FunctionSpec.advice: a note when right rows sum
+    to 1 only within the slack of a computed lse, not within the tighter one of rows
+    divided by their own sum (max(4 n, 8) eps). It costs nothing."""
+    def advice(arguments, got, expected):
+        found = _rows_off(arguments, argument, got, expected, at_most_one)
+        if found is None or abs(found[1]) <= found[2] or abs(found[1]) > found[3]:
+            return None
+        worst, off, plain, slack = found
+        return (f"your rows sum to 1 within the slack that the rounding of a computed "
+                f"log-sum-exp allows (row {worst}: 1 {off:+.3g}, within {slack:.3g}), which is "
+                f"right; dividing each row by its own sum keeps rows closer to 1, within "
+                f"max(4 n, 8) eps = {plain:.3g} (this costs no points)")
+    return advice
 
 
 KEYS_AS_VALUES = "keys in place of the values (weights @ K)"

@@ -109,6 +109,8 @@ SCALE_AFTER_DETAIL = ("Your result is the softmax of the scores, divided by sqrt
 SPECS = [
     FunctionSpec(
         name="attention_scores",
+        plain=(stand_ins.attention_scores, stand_ins.attention_scores_by_entry),
+        axes={"Q": ("T_q", "d_k"), "K": ("T_k", "d_k"), "return": ("T_q", "T_k")},
         stand_in=stand_ins.attention_scores,
         reference=lambda Q, K: attncore.attention_scores(Q, K),
         suites={"basic": CASES_QK["basic"], "hidden": CASES_QK["hidden"]},
@@ -122,6 +124,8 @@ SPECS = [
     ),
     FunctionSpec(
         name="attention_weights",
+        plain=(stand_ins.attention_weights,),
+        axes={"Q": ("T_q", "d_k"), "K": ("T_k", "d_k"), "return": ("T_q", "T_k")},
         stand_in=stand_ins.attention_weights,
         reference=lambda Q, K: attncore.attention_weights(Q, K),
         suites=CASES_QK,
@@ -141,6 +145,8 @@ SPECS = [
     ),
     FunctionSpec(
         name="attention",
+        plain=(stand_ins.attention, stand_ins.attention_by_key),
+        axes={"Q": ("T_q", "d_k"), "K": ("T_k", "d_k"), "V": ("T_k", "d_v"), "return": ("T_q", "d_v")},
         reference=lambda Q, K, V: attncore.attention(Q, K, V),
         suites=CASES_QKV,
         misconceptions=[

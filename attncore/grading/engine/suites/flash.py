@@ -546,6 +546,8 @@ LSE_MISCONCEPTIONS = [
 SPECS = [
     FunctionSpec(
         name="online_softmax_stats",
+        plain=(stand_ins.online_softmax_stats,),
+        axes={"x": ("T_q", "T_k"), "return": (("T_q",), ("T_q",))},
         stand_in=stand_ins.online_softmax_stats,
         reference=stats_reference,
         suites=STATS_CASES,
@@ -554,6 +556,8 @@ SPECS = [
     ),
     FunctionSpec(
         name="flash_attention",
+        plain=(stand_ins.flash_attention,),
+        axes={"Q": ("T_q", "d_k"), "K": ("T_k", "d_k"), "V": ("T_k", "d_v"), "return": ("T_q", "d_v")},
         reference=flash_reference,
         suites=FLASH_CASES,
         misconceptions=FLASH_MISCONCEPTIONS + [Misconception(SLAB, SLAB_FIX)],  # named by memory=
@@ -562,6 +566,8 @@ SPECS = [
     ),
     FunctionSpec(
         name="row_from_lse",
+        plain=(stand_ins.row_from_lse,),
+        axes={"q": ("d_k",), "K": ("T_k", "d_k"), "return": ("T_k",)},
         reference=row_reference,
         suites=LSE_CASES,
         misconceptions=LSE_MISCONCEPTIONS,

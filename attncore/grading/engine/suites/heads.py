@@ -102,7 +102,11 @@ def _group_inverted_error(args, error_type, error_message):
 
 
 KV_HEAD_CASES = {
-    "basic": [_head_case(6, 8, 2), _head_case(1, 8, 2)],
+    "basic": [_head_case(6, 8, 2), _head_case(1, 8, 2),
+              Case(f"query head 2 or 5 of 8, over 2 kv heads (groups of 4), in the middle of its "
+                   f"group as the two above: {DRAWN}",
+                   lambda: {"q_head": (2, 5)[integers(34, 0, 1, 1)[0]], "n_q_heads": 8,
+                            "n_kv_heads": 2})],
     "hidden": [
         _head_case(3, 4, 4, "multi-head attention, one kv head per query head"),
         _head_case(5, 6, 1, "multi-query attention, one kv head for all"),
@@ -192,30 +196,41 @@ def _gqa_weights_transposed_in_output(Q, K, V):
 
 
 def _heads_read(args, got):
-    """For each query head, the kv head whose (correct) attention equals got[h], or None."""
+    """For each query head, the kv head whose (correct) attention equals got[h] (an int), or
+    the pair (kv head of the keys, kv head of the values) when keys and values come from
+    different kv heads; None when some head matches no such choice."""
     Q, K, V = args["Q"], args["K"], args["V"]
     got = np.asarray(got)
     if got.shape != (Q.shape[0], Q.shape[1], V.shape[-1]):
         return None
     read = []
     for h in range(Q.shape[0]):
-        hits = [j for j in range(K.shape[0]) if same(got[h], attncore.attention(Q[h], K[j], V[j]))]
-        if len(hits) != 1:
+        pairs = [(a, b) for a in range(K.shape[0]) for b in range(K.shape[0])
+                 if same(got[h], attncore.attention(Q[h], K[a], V[b]))]
+        if len(pairs) != 1:
             return None
-        read.append(hits[0])
+        a, b = pairs[0]
+        read.append(a if a == b else (a, b))
     return read
 
 
 def _mapping_detect(expected_mapping):
     """Detector: the learner's query heads read the kv heads expected_mapping(H_q, H_kv)
-    (None: any mapping other than the right one)."""
+    (None: any mapping other than the right one, keys and values from one kv head or not)."""
     def detect(args, got, expected):
         n_q, n_kv = args["Q"].shape[0], args["K"].shape[0]
         read, right = _heads_read(args, got), [int(j) for j in attncore.kv_head_map(n_q, n_kv)]
         if read is None or read == right:
             return None
+        split = [(h, pair) for h, pair in enumerate(read) if isinstance(pair, tuple)]
         if expected_mapping is not None and read != list(expected_mapping(n_q, n_kv)):
             return None
+        if split:
+            h, (a, b) = split[0]
+            return (f"Query head {h} of your output uses the keys of kv head {a} and the values "
+                    f"of kv head {b}: keys and values must come from the same kv head, "
+                    f"{right[h]} here ({_layout(n_q, n_kv)}). Check the index of V (V[h // G], "
+                    f"like K's).")
         return (f"Query heads 0..{n_q - 1} of your output read kv heads {read}; with H_q = {n_q} "
                 f"and H_kv = {n_kv} they must read {right} ({_layout(n_q, n_kv)}).")
     return detect
@@ -304,6 +319,8 @@ KV_CACHE_CASES = {
                     "4 bytes per value (fp32)", 3, 5, 6, 7, 1, 4),
         _cache_case("a toy model: 3 layers, 5 kv heads, head_dim 6, 7 tokens, batch 9, "
                     "4 bytes per value (fp32)", 3, 5, 6, 7, 9, 4),
+        Case(f"a toy model, every size from 2 to 9: {DRAWN}",
+             lambda: dict(zip(PARAMETERS, integers(35, 2, 9, len(PARAMETERS))))),
     ],
     "hidden": [
         _cache_case("Llama 2 7B (multi-head): 32 layers, 32 kv heads, head_dim 128, 4096 tokens, "
@@ -381,6 +398,8 @@ KV_CACHE_MISCONCEPTIONS = [
 SPECS = [
     FunctionSpec(
         name="kv_head_for",
+        plain=(stand_ins.kv_head_for,),
+        axes={},
         stand_in=stand_ins.kv_head_for,
         reference=kv_head_reference,
         suites=KV_HEAD_CASES,
@@ -390,6 +409,9 @@ SPECS = [
     ),
     FunctionSpec(
         name="grouped_query_attention",
+        plain=(stand_ins.grouped_query_attention, stand_ins.grouped_query_attention_by_head),
+        axes={"Q": ("H_q", "T_q", "d"), "K": ("H_kv", "T_k", "d"), "V": ("H_kv", "T_k", "d_v"),
+              "return": ("H_q", "T_q", "d_v")},
         reference=lambda Q, K, V: attncore.grouped_query_attention(Q, K, V),
         suites=GQA_CASES,
         misconceptions=GQA_MISCONCEPTIONS,
@@ -397,6 +419,8 @@ SPECS = [
     ),
     FunctionSpec(
         name="kv_cache_bytes",
+        plain=(stand_ins.kv_cache_bytes,),
+        axes={},
         reference=attncore.kv_cache_bytes,
         suites=KV_CACHE_CASES,
         misconceptions=KV_CACHE_MISCONCEPTIONS,

@@ -56,6 +56,8 @@ SPLIT_CASES = {
              "100 b + 10 t + j", lambda: _numbered(1, 3, 4, 2)),
         Case("two sentences of 3 tokens, hidden size 6, 3 heads of size 2; x[b, t, j] = "
              "100 b + 10 t + j", lambda: _numbered(2, 3, 6, 3)),
+        Case("two sentences of 3 tokens, hidden size 6, 3 heads of size 2, values drawn when "
+             "graded (no table of fixed cases can answer them)", lambda: _random_x(37, 2, 3, 6, 3)),
     ],
     "hidden": [
         Case("two sentences of 5 tokens, hidden size 12, 4 heads of size 3",
@@ -546,6 +548,8 @@ LAYER_MISCONCEPTIONS = [
 SPECS = [
     FunctionSpec(
         name="split_heads",
+        plain=(stand_ins.split_heads, stand_ins.split_heads_by_split),
+        axes={"x": ("B", "T", "D"), "return": ("B", "H", "T", "d")},
         stand_in=stand_ins.split_heads,
         reference=bert.split_heads,
         suites=SPLIT_CASES,
@@ -554,6 +558,9 @@ SPECS = [
     ),
     FunctionSpec(
         name="layer_attention",
+        plain=(stand_ins.layer_attention,),
+        axes={"hidden": ("B", "T", "D"), "attention_mask": ("B", "T"),
+              "return": (("B", "T", "D"), ("B", "H", "T_q", "T_k"))},
         reference=bert.layer_attention,
         suites=LAYER_CASES,
         misconceptions=LAYER_MISCONCEPTIONS,

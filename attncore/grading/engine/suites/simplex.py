@@ -16,12 +16,13 @@ import numpy as np
 import attncore
 from attncore.invariants import check_rows, default_atol
 
+from .. import stand_ins
 from ..probe import Case, FunctionSpec, Misconception, ResultDtype
 from .common import (
     DRAWN, EXP2, EXP2_FIX, GLOBAL_MAX, GLOBAL_MAX_FIX, KEEPDIMS, KEEPDIMS_FIX, MIN_SUBTRACTED,
     MIN_SUBTRACTED_FIX, UNSTABLE, UNSTABLE_FIX, WHOLE, WHOLE_FIX, WRONG_AXIS, WRONG_AXIS_FIX,
     along_axis_detail, along_other_axes, arrays, exp2_softmax, global_max_softmax, integers,
-    max_without_keepdims, min_softmax, naive_softmax, rounded_rows, rows_of_different_scales,
+    closer_rows, max_without_keepdims, min_softmax, naive_softmax, rounded_rows, rows_of_different_scales,
     score_rows, sum_without_keepdims, two_d_only, whole_array_softmax, whole_sum_softmax,
 )
 
@@ -162,6 +163,17 @@ def _negative_entry(seed):
     return {"W": W}
 
 
+def _dyadic_rows(seed, doubled=False):
+    """2 to 4 rows of 1/2, 1/4, 1/8, 1/8 each in a drawn order (every sum exactly 1); doubled:
+    one drawn row times 2 (it sums to 2, its entries stay in [0, 1])."""
+    t_q = integers(seed, 2, 4, 1)[0]
+    rng = np.random.default_rng(integers(seed + 1, 0, 2 ** 31, 1))
+    W = np.stack([rng.permutation([0.5, 0.25, 0.125, 0.125]) for _ in range(t_q)])
+    if doubled:
+        W[integers(seed + 2, 0, t_q - 1, 1)[0]] *= 2
+    return {"W": W}
+
+
 def _atol_zero(seed):
     """Rows of exact binary fractions (2 to 5 rows of 4, drawn), one entry 0.5 moved up by
     4 eps: that row sums to 1 + 8.9e-16 exactly, within the default slack, not within 0."""
@@ -201,6 +213,10 @@ ROW_CASES = {
              lambda: _w([[0.5, 0.4, 0.3], [0.2, 0.3, 0.3]])),
         Case("2 x 3, rows sum to 1 but one entry is negative (expected False)",
              lambda: _w([[0.625, 0.625, -0.25], [0.5, 0.25, 0.25]])),
+        Case(f"2 to 4 rows of the binary fractions 1/2, 1/4, 1/8, 1/8 in an order {DRAWN} "
+             f"(expected True)", lambda: _dyadic_rows(25)),
+        Case(f"the same kind of rows, one of them doubled so that it sums to 2, {DRAWN} "
+             f"(expected False)", lambda: _dyadic_rows(26, doubled=True)),
     ],
     "hidden": [
         Case("one row of 4, as a (1, 4) array (expected True)",
@@ -423,14 +439,19 @@ ROW_MISCONCEPTIONS = [
 SPECS = [
     FunctionSpec(
         name="softmax",
+        plain=(stand_ins.softmax,),
+        axes={"scores": ("...", "n"), "return": ("...", "n")},
         reference=lambda scores: attncore.softmax(scores),
         suites=SOFTMAX_CASES,
         misconceptions=SOFTMAX_MISCONCEPTIONS,
+        advice=closer_rows("scores"),
         result_dtype=ResultDtype.INPUT_FLOAT,
         forbidden=("softmax", "log_softmax"),
     ),
     FunctionSpec(
         name="is_row_stochastic",
+        plain=(stand_ins.is_row_stochastic,),
+        axes={"W": ("...", "n")},
         reference=lambda W, atol=None: bool(check_rows(W, atol=atol).on_simplex),
         suites=ROW_CASES,
         misconceptions=ROW_MISCONCEPTIONS,

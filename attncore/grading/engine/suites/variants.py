@@ -7,10 +7,11 @@ import numpy as np
 import attncore
 from attncore.feature_maps import ELU_PLUS_ONE, EXP, EXP_PAIRS, RELU_PLUS_EPS, FeatureMap
 
+from .. import stand_ins
 from ..probe import Case, FunctionSpec, Misconception, ResultDtype
 from .common import (
     GLOBAL_MAX, GLOBAL_MAX_FIX, UNSTABLE, along_axis_detail, along_other_axes, qkv,
-    rounded_rows, rows_of_different_scales, score_rows, two_d_only,
+    closer_rows, rounded_rows, rows_of_different_scales, score_rows, two_d_only,
 )
 
 ASSIGNMENT = "06-variants"
@@ -171,12 +172,11 @@ SOFTMAX_ONE_MISCONCEPTIONS = [
     Misconception(GLOBAL_MAX, GLOBAL_MAX_FIX + " (For softmax-1: m = max(0, row max), per row.)",
                   variants=(_softmax_one_global_max,)),
     rounded_rows(
-        "x", at_most_one=True, name="exp(x - lse): rows sum to more than 1",
-        fix="divide by the denominator itself: e = np.exp(x - m); e / (np.exp(-m) + "
-            "e.sum(axis=-1, keepdims=True)) with m = max(0, row max). If you want exp(x - lse), "
-            "keep the small part apart: np.exp((x - m) - np.log(s)) with s = exp(-m) + "
-            "sum(exp(x - m)), never x - (m + log(s)), whose m + log(s) rounds away log(s)'s "
-            "digits when |m| is large."),
+        "x", at_most_one=True, name="rows that sum to more than 1",
+        fix="divide by the denominator itself and by nothing else: e = np.exp(x - m); "
+            "e / (np.exp(-m) + e.sum(axis=-1, keepdims=True)) with m = max(0, row max), no "
+            "epsilon, no other constant. exp(x - lse) with lse = logaddexp(0, logsumexp(x)) is "
+            "right too."),
 ]
 
 
@@ -186,6 +186,8 @@ SPARSEMAX_CASES = {
     "basic": [
         Case("2 rows of 5 scores: only part of each row survives",
              lambda: given([[0.9, -0.3, 1.4, 0.2, 1.1], [0.1, 0.5, -1.0, 0.45, 0.3]])),
+        Case("2 rows of 5 scores, values drawn when graded (no table of fixed cases can "
+             "answer them)", lambda: scores(36, 2, 5, scale=0.8)),
     ],
     "hidden": [
         Case("3-D input (2, 3, 4)", lambda: scores(11, 2, 3, 4, scale=0.8)),
@@ -552,14 +554,19 @@ LINEAR_MISCONCEPTIONS = [
 SPECS = [
     FunctionSpec(
         name="softmax_one",
+        plain=(stand_ins.softmax_one,),
+        axes={"x": ("...", "n"), "return": ("...", "n")},
         reference=lambda x: attncore.softmax_one(x),
         suites=SOFTMAX_ONE_CASES,
         misconceptions=SOFTMAX_ONE_MISCONCEPTIONS,
+        advice=closer_rows("x", at_most_one=True),
         result_dtype=ResultDtype.INPUT_FLOAT,
         forbidden=("softmax_one",),
     ),
     FunctionSpec(
         name="sparsemax",
+        plain=(stand_ins.sparsemax,),
+        axes={"x": ("...", "n"), "return": ("...", "n")},
         reference=lambda x: attncore.sparsemax(x),
         suites=SPARSEMAX_CASES,
         misconceptions=SPARSEMAX_MISCONCEPTIONS,
@@ -568,6 +575,8 @@ SPECS = [
     ),
     FunctionSpec(
         name="linear_attention",
+        plain=(stand_ins.linear_attention,),
+        axes={"Q": ("T_q", "d_k"), "K": ("T_k", "d_k"), "V": ("T_k", "d_v"), "return": ("T_q", "d_v")},
         reference=attncore.linear_attention,
         suites=LINEAR_CASES,
         misconceptions=LINEAR_MISCONCEPTIONS,

@@ -105,6 +105,8 @@ CAUSAL_CASES = {
     "basic": [
         Case("3 queries, 3 keys: square", lambda: {"t_q": 3, "t_k": 3}),
         Case("2 queries, 4 keys: fewer queries than keys", lambda: {"t_q": 2, "t_k": 4}),
+        Case(f"t queries and t keys, t from 2 to 6: square, {DRAWN}",
+             lambda: dict.fromkeys(("t_q", "t_k"), integers(31, 2, 6, 1)[0])),
     ],
     "hidden": [
         # (4, 7) before (1, 5): on (1, 5) several mistakes give the same all-False row
@@ -161,6 +163,8 @@ CAUSAL_MISCONCEPTIONS = [
 
 SPEC = FunctionSpec(
     name="causal_mask",
+    plain=(stand_ins.causal_mask,),
+    axes={"return": ("T_q", "T_k")},
     stand_in=stand_ins.causal_mask,
     reference=causal_reference,
     suites=CAUSAL_CASES,

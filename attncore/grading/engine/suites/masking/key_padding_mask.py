@@ -4,6 +4,7 @@ import numpy as np
 
 from attncore import masks
 
+from ... import stand_ins
 from ...probe import SHAPE_OR_DTYPE, Case, FunctionSpec, Misconception
 from ..common import DRAWN, integers
 from .shared import FORBIDDEN, INVERTED, INVERTED_FIX, shape_fix, shape_or_dtype
@@ -44,10 +45,11 @@ def _left_padded(lengths, t_k):
     return np.arange(t_k)[None, None, :] >= t_k - np.asarray(lengths)[:, None, None]
 
 
-def _drawn_lengths(seed):
-    """lengths of 2 to 5 sequences, each from 0 to t_k, and t_k from 1 to 9."""
-    batch, t_k = integers(seed, 2, 5, 1)[0], integers(seed + 1, 1, 9, 1)[0]
-    return {"lengths": _lengths(*integers(seed + 2, 0, t_k, batch)), "t_k": t_k}
+def _drawn_lengths(seed, shortest=0, longest=0, sequences=(2, 5), keys=(1, 9)):
+    """lengths of 2 to 5 sequences (sequences), each from shortest (0) to t_k + longest
+    (t_k), and t_k from 1 to 9 (keys)."""
+    batch, t_k = integers(seed, *sequences, 1)[0], integers(seed + 1, *keys, 1)[0]
+    return {"lengths": _lengths(*integers(seed + 2, shortest, t_k + longest, batch)), "t_k": t_k}
 
 
 PADDING_OFF_BY_ONE_VARIANTS = (
@@ -59,6 +61,8 @@ PADDING_OFF_BY_ONE_VARIANTS = (
 PADDING_CASES = {
     "basic": [
         Case("2 sequences, lengths [3, 1], t_k = 4", lambda: {"lengths": _lengths(3, 1), "t_k": 4}),
+        Case(f"2 sequences, each padded (lengths from 1 to t_k - 1), t_k from 3 to 6: {DRAWN}",
+             lambda: _drawn_lengths(32, shortest=1, longest=-1, sequences=(2, 2), keys=(3, 6))),
     ],
     "hidden": [
         Case("3 sequences, lengths [2, 4, 0], t_k = 4: one full, one empty",
@@ -101,6 +105,8 @@ PADDING_MISCONCEPTIONS = [
 
 SPEC = FunctionSpec(
     name="key_padding_mask",
+    plain=(stand_ins.key_padding_mask, stand_ins.key_padding_mask_by_row),
+    axes={"lengths": ("B",), "return": ("B", "T_q", "T_k")},
     reference=lambda lengths, t_k: masks.key_padding(lengths, t_k),
     suites=PADDING_CASES,
     misconceptions=PADDING_MISCONCEPTIONS,

@@ -10,9 +10,10 @@ import numpy as np
 import attncore
 from attncore import masks
 
+from ... import stand_ins
 from ...probe import Case, FunctionSpec, Misconception, ResultDtype
 from ..common import (GLOBAL_MAX, GLOBAL_MAX_FIX, MASK_AFTER, MASK_WITH_ZERO, UNSTABLE,
-                      UNSTABLE_FIX, arrays, rounded_rows, two_d_only)
+                      UNSTABLE_FIX, arrays, closer_rows, rounded_rows, two_d_only)
 from .masked_softmax_detectors import (fully_masked_detect, global_max_detect, inverted_detect,
                                        mask_after_detect, mask_with_zero_detect,
                                        sentinel_detect, unstable_detect)
@@ -217,9 +218,13 @@ SOFTMAX_MISCONCEPTIONS = [
 
 SPEC = FunctionSpec(
     name="masked_softmax",
+    plain=(stand_ins.masked_softmax,),
+    axes={"scores": ("...", "T_q", "T_k"), "mask": ("...", "T_q", "T_k"),
+          "return": ("...", "T_q", "T_k")},
     reference=masked_softmax_reference,
     suites=SOFTMAX_CASES,
     misconceptions=SOFTMAX_MISCONCEPTIONS,
+    advice=closer_rows("scores"),
     result_dtype=ResultDtype.INPUT_FLOAT,
     forbidden=FORBIDDEN,
 )

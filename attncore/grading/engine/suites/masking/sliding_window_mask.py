@@ -4,6 +4,7 @@ import numpy as np
 
 from attncore import masks
 
+from ... import stand_ins
 from ...probe import SHAPE_OR_DTYPE, Case, FunctionSpec, Misconception
 from ..common import DRAWN, integers
 from .shared import (FORBIDDEN, INVERTED, INVERTED_FIX, NEGATIVE_SLICE, OFF_BY_ONE,
@@ -63,9 +64,16 @@ def _window_negative_slice(t, window):
     return mask
 
 
+def _drawn_window(seed):
+    """t from 4 to 8 and a window from 2 to t - 1: the window starts inside every row past it."""
+    t = integers(seed, 4, 8, 1)[0]
+    return {"t": t, "window": integers(seed + 1, 2, t - 1, 1)[0]}
+
+
 WINDOW_CASES = {
     "basic": [
         Case("t = 5, window = 2", lambda: {"t": 5, "window": 2}),
+        Case(f"t from 4 to 8, window from 2 to t - 1: {DRAWN}", lambda: _drawn_window(33)),
     ],
     "hidden": [
         Case("t = 6, window = 3", lambda: {"t": 6, "window": 3}),
@@ -119,6 +127,8 @@ WINDOW_MISCONCEPTIONS = [
 
 SPEC = FunctionSpec(
     name="sliding_window_mask",
+    plain=(stand_ins.sliding_window_mask,),
+    axes={"return": ("T_q", "T_k")},
     reference=lambda t, window: masks.sliding_window(t, window),
     suites=WINDOW_CASES,
     misconceptions=WINDOW_MISCONCEPTIONS,
