@@ -11,9 +11,9 @@ from nbgrader.preprocessors import NbGraderPreprocessor
 from traitlets import Enum, Float, Integer, Unicode
 
 from . import ungradable
+from .ahead import load_ahead, notebook_key
 from .layout import VERDICT_KEY, WORK, function_of, parse_grade_id
 from .normalise import Known, normalise
-from .parallel import load_ahead, notebook_key
 from .printable import printable
 from .process import NOTEBOOK_SECONDS, RESTARTS
 from .runner import TIME_LIMIT, grade_notebook, test_cells
