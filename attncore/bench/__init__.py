@@ -56,7 +56,8 @@ def parts(results: dict) -> tuple[dict, dict | None]:
     return prefill, decoding
 
 
-def _holds(results: dict, kind: str) -> bool:
+def holds(results: dict, kind: Literal["chapter7", "peers"]) -> bool:
+    """Whether a results file holds what a page reads (published() says what)."""
     prefill, decoding = parts(results)
     timed = {r["impl"] for r in prefill.get("rows", []) if r.get("seconds")}
     if kind == "chapter7":  # the chapter reads N = 4096 (the roofline) and 16384 (memory) too
@@ -71,14 +72,14 @@ def published(kind: Literal["chapter7", "peers"] = "chapter7") -> dict:
     the peers' ratios and the decode scenario. With "file": its name."""
     for name in reversed(results_files()):
         results = read(name)
-        if _holds(results, kind):
+        if holds(results, kind):
             return results
     raise FileNotFoundError(f"no committed results file holds the {kind} runs")
 
 
 __all__ = [
-    "IMPLS", "PAUSE", "THREAD_ENV", "asm", "available", "bandwidth", "blas_threads", "compile_cost",
-    "decode", "float64_reference", "flops", "info", "inputs", "isa_flags", "isolated", "load_average", "lookup",
+    "IMPLS", "PAUSE", "THREAD_ENV", "asm", "available", "bandwidth", "blas_threads", "compile_cost", "decode",
+    "float64_reference", "flops", "holds", "info", "inputs", "isa_flags", "isolated", "load_average", "lookup",
     "naive_bytes", "parts", "peer_ratios", "peers", "published", "ratios", "read", "read_bandwidth", "results_files",
     "rss", "run", "sgemm_rate", "skip_reason", "stopwatch", "theoretical_peak", "time_size", "torch_backend", "traced",
 ]
