@@ -29,14 +29,18 @@ PUBLISHED_PEERS = "2026-12-03-xeon-amx-2-cores-peers.json"
 SMOKE, NO_AMX = "2026-12-06-znver4-2-cores-smoke-run.json", "2026-12-03-emerald-rapids-no-amx-run.json"
 
 
-def fresh(peers_from: str, machine_from: str, jit_at: float, clock_runs_ghz=None) -> dict:
+MISSING = "skipped: openvino is not installed (pip install -e '.[bench-peers]')"   # the harness's note
+
+
+def fresh(peers_from: str, machine_from: str, jit_at: float, clock_runs_ghz=None, without=()) -> dict:
     """A results file as `harness --publish` writes one, made from committed runs: the course's
     implementations of chapter 7's published run and the peer and bfloat16 rows of `peers_from`
     at the sizes of the latter (its jit rows left out: the peers pair with chapter 7's), on the
     machine, peak and decoding
     of `machine_from`; every time scaled so that jit's fastest point lies at `jit_at` times the
-    file's one peak; a measured clock of `clock_runs_ghz` where given. Ratios are recomputed by
-    the harness's own functions."""
+    file's one peak; a measured clock of `clock_runs_ghz` where given; the implementations
+    `without` not installed (rows with the harness's note only, in prefill and decoding). Ratios
+    are recomputed by the harness's own functions."""
     chapter7, (peers, _), machine = pinned(PUBLISHED_CH7), bench.parts(pinned(peers_from)), pinned(machine_from)
     peak = copy.deepcopy(machine["peak"])
     if clock_runs_ghz:
@@ -45,6 +49,10 @@ def fresh(peers_from: str, machine_from: str, jit_at: float, clock_runs_ghz=None
     sizes = peers["settings"]["sizes"]
     rows = copy.deepcopy([r for r in chapter7["rows"] if r["n"] in sizes]
                          + [r for r in peers["rows"] if r["impl"] != "jit"])
+    decode = copy.deepcopy(machine["decode"])
+    for table in (rows, decode["rows"]):
+        table[:] = [{k: r[k] for k in ("n", "causal", "t_k", "t_q", "impl") if k in r} | {"note": MISSING}
+                    if r["impl"] in without else r for r in table]
     slower = max(r["gflops"] for r in rows if r["impl"] == "jit") / (jit_at * report.ceiling(peak)[1])
     for r in rows:
         for key in ("seconds", "cpu_seconds"):
@@ -62,24 +70,29 @@ def fresh(peers_from: str, machine_from: str, jit_at: float, clock_runs_ghz=None
             "settings": {**copy.deepcopy(machine["settings"]), "sizes": sizes,
                          "repeats": chapter7["settings"]["repeats"]},
             "compile_cost": chapter7["compile_cost"], "peak": peak, "rows": rows, "ratios": bench.ratios(rows),
-            "peer_ratios": bench.peer_ratios(rows, peers=peer_names), "decode": copy.deepcopy(machine["decode"]),
+            "peer_ratios": bench.peer_ratios(rows, peers=peer_names), "decode": decode,
             "load_average_end": machine["load_average_end"], "file": f"fresh, {peers_from} on {machine_from}"}
 
 
 # The fresh files: the evening's machine (Zen 4, a measured clock that spread by 1%) with the
-# AMX Xeon's peers, its kernel at 100.5% of the peak (inside the spread); and an Emerald
-# Rapids with a clock measured low, its kernel 10% above the peak (outside it).
+# AMX Xeon's peers, its kernel at 100.5% of the peak (inside the spread); an Emerald Rapids
+# with a clock measured low, its kernel 10% above the peak (outside it); and a Zen 4 run
+# where OpenVINO was not installed.
 FRESH = {"a fresh Zen 4 run": lambda: fresh(PUBLISHED_PEERS, SMOKE, 1.005),
-         "a fresh Xeon run": lambda: fresh(NO_AMX, NO_AMX, 1.10, [2.131, 2.1375, 2.134])}
+         "a fresh Xeon run": lambda: fresh(NO_AMX, NO_AMX, 1.10, [2.131, 2.1375, 2.134]),
+         "a fresh run without OpenVINO": lambda: fresh(NO_AMX, SMOKE, 0.9,
+                                                       without=("openvino_f32", "openvino_default"))}
 TESTS_RESULTS = sorted(p.name for p in (ROOT / "tests" / "results").glob("*.json"))
+EVERY_FILE = [*bench.results_files(), *TESTS_RESULTS, *FRESH]     # the committed runs, whatever is published next
 
 
+@functools.cache
 def results(name: str) -> dict:
     return FRESH[name]() if name in FRESH else pinned(name)
 
 
-CH7_FILES = [name for name in (PUBLISHED_CH7, *TESTS_RESULTS, *FRESH) if bench.holds(results(name), "chapter7")]
-PEERS_FILES = [name for name in (PUBLISHED_PEERS, *TESTS_RESULTS, *FRESH) if bench.holds(results(name), "peers")]
+CH7_FILES = [name for name in EVERY_FILE if bench.holds(results(name), "chapter7")]
+PEERS_FILES = [name for name in EVERY_FILE if bench.holds(results(name), "peers")]
 
 
 @functools.cache
@@ -87,14 +100,15 @@ def page(chapter: str, name: str):
     """The chapter's results-file cells run on the named file (a fresh file is both pages' run,
     as a published one would be; else chapter 7's published run for the peers page's comparison)."""
     run = results(name)
-    chapter7 = run if bench.holds(run, "chapter7") else pinned(PUBLISHED_CH7)
+    chapter7 = run if bench.holds(run, "chapter7") else bench.published("chapter7")
     return render(chapter, {"chapter7": chapter7 if chapter == PEERS else run, "peers": run})
 
 
 def test_every_kind_of_file_is_rendered():
-    """Chapter 7 on its published run and both fresh files; the peers page on every file."""
-    assert CH7_FILES == [PUBLISHED_CH7, *FRESH]
-    assert PEERS_FILES == [PUBLISHED_PEERS, *TESTS_RESULTS, *FRESH]
+    """Chapter 7 on its published runs and both fresh files (no file of tests/results holds its
+    sizes); the peers page on every file that holds peers and decoding."""
+    assert {bench.published("chapter7")["file"], PUBLISHED_CH7, *FRESH} <= set(CH7_FILES)
+    assert {bench.published("peers")["file"], PUBLISHED_PEERS, *TESTS_RESULTS, *FRESH} <= set(PEERS_FILES)
     assert {bool(results(n)["peak"].get("measured_clock")) for n in CH7_FILES} == {True, False}
 
 

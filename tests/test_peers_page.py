@@ -131,3 +131,17 @@ def test_markdown_tables_refuse_a_bar():
     assert report.markdown([["a", "b"], ["1", "2"]]).splitlines()[1] == "|---|---|"
     with pytest.raises(ValueError, match="split"):
         report.markdown([["a|b"]])
+
+
+def test_peer_clause_says_why_a_peer_was_not_timed():
+    """A run without OpenVINO installed says so, instead of a range of no values."""
+    timed = rules.peer_clause("bf16", report.peer_entries(RUN, "openvino_default"))
+    assert timed.startswith("In this run its products ran in bf16, at errors up to") and "nan" not in timed
+    note = "skipped: openvino is not installed"
+    untimed = [{"n": 1024, "causal": False, "ratio": None, "max_error": None, "note": note}]
+    assert rules.peer_clause("float32", untimed) == f"This run did not time it: {note}."
+
+
+def test_a_file_without_a_timed_peer_is_no_peers_run():
+    untimed = {**OTHER, "peer_ratios": [{**e, "ratio": None} for e in OTHER["peer_ratios"]]}
+    assert bench.holds(OTHER, "peers") and not bench.holds(untimed, "peers")

@@ -38,7 +38,8 @@ def ceiling(peak: dict) -> tuple[str, float | None]:
 
 
 def ceiling_formula(peak: dict) -> str:
-    """How ceiling() is computed, with the run's numbers: "2 cores × 2 FMA pipes × 16 lanes × 2 × 3.64 GHz"."""
+    """How ceiling() is computed, with the run's own numbers: cores × FMA pipes × lanes × 2 × the
+    measured clock, or cores × one thread's sgemm rate."""
     clock, theory = _clock(peak), peak.get("theoretical") or {}
     if clock:
         return (f"{theory['cores']} cores × {theory['fma_pipes']} FMA pipes × {theory['lanes']} lanes × 2 × "

@@ -89,6 +89,19 @@ def clock_clause(rate: float, peak: dict) -> str:
             "measured no clock, so how fast its cores ran is not known.")
 
 
+def peer_clause(precision: str, entries: list[dict]) -> str:
+    """What a run says of one peer (report.peer_entries: {n, causal, ratio, max_error, note}): the
+    precision its products ran in, its largest error and the range of its time over jit's; or,
+    where it timed no shape, why not (the notes the run recorded)."""
+    timed = [e for e in entries if e["ratio"]]
+    if not timed:
+        notes = sorted({e["note"] for e in entries if e["note"]})
+        return f"This run did not time it: {'; '.join(notes) or 'the file has no row of it'}."
+    return (f"In this run its products ran in {precision}, at errors up to {max(e['max_error'] for e in timed):.1e}, "
+            f"and its time over jit's float32 time was {min(e['ratio'] for e in timed):.2f} to "
+            f"{max(e['ratio'] for e in timed):.2f}.")
+
+
 def other_runs(count: int, moved: float, where: str) -> str:
     """The sentence on the same machine's other peers runs a file keeps, or none ("") without them."""
     if not count:
