@@ -113,4 +113,5 @@ def render(chapter: str, published: dict[str, dict]) -> Page:
 
 
 def finite(value: object) -> bool:
+    """Whether a glued value is text, an integer or a finite float (not NaN, not infinite)."""
     return not isinstance(value, float) or math.isfinite(value)
