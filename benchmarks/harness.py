@@ -36,7 +36,6 @@ import argparse
 import json
 import re
 import statistics
-import subprocess
 import sys
 from pathlib import Path
 
@@ -234,19 +233,6 @@ def print_header(info, args):
     print("ISA: " + ", ".join(flag for flag, present in info["isa"].items() if present))
 
 
-def git(*args):
-    return subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True, check=True).stdout.strip()
-
-
-def source_info():
-    """The commit measured, and whether attncore/ differed from it (None outside a git clone)."""
-    try:
-        return {"commit": git("rev-parse", "HEAD"),
-                "attncore_modified": bool(git("status", "--porcelain", "--", "attncore"))}
-    except (OSError, subprocess.SubprocessError):
-        return None
-
-
 def method(args, threads):
     """How this run timed its calls, as the book's method boxes read it."""
     return {"pause_s": args.pause, "warmup_s": stopwatch.WARMUP,
@@ -287,7 +273,7 @@ def software_info():
 def main(argv=None):
     args = parse_args(argv)
     info = bench.info()
-    info.update(software_info(), source=source_info())
+    info.update(software_info())
     if args.publish:
         if not info["source"] or info["source"]["attncore_modified"]:
             sys.exit("--publish measures a commit: commit attncore/ first (git status -- attncore)")

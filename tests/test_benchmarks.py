@@ -28,6 +28,7 @@ def test_smoke_run_writes_every_field(tmp_path, capsys, monkeypatch):
     assert theory["cores"] >= 1 and theory["fma_pipes"] * theory["lanes"] >= 8
     bandwidth = results["peak"]["bandwidth"]                  # the sloped roof, one core and all of them
     assert bandwidth["per_core_gbs"] > 0 and bandwidth["all_cores_gbs"] > 0 and bandwidth["threads"] == theory["cores"]
+    assert bandwidth["all_cores_gbs"] == max(bandwidth["all_cores_runs_gbs"])   # every copy kept: the ridge's range
     [ratios] = results["ratios"]
     assert ratios["n"] == 64 and ("jit" not in names or ratios["jit_vs_naive_full"] > 0)
     assert "jit/torch" in capsys.readouterr().out

@@ -56,29 +56,30 @@ def parts(results: dict) -> tuple[dict, dict | None]:
     return prefill, decoding
 
 
-def _holds(results: dict, kind: str) -> bool:
+def holds(results: dict, kind: Literal["chapter7", "peers"]) -> bool:
+    """Whether a results file holds what a page reads (published() says what)."""
     prefill, decoding = parts(results)
     timed = {r["impl"] for r in prefill.get("rows", []) if r.get("seconds")}
     if kind == "chapter7":  # the chapter reads N = 4096 (the roofline) and 16384 (memory) too
         sizes = set(prefill.get("settings", {}).get("sizes", ()))
         return {"naive", "jit"} <= timed and "compile_cost" in prefill and {4096, 16384} <= sizes
-    return bool(prefill.get("peer_ratios")) and decoding is not None
+    return any(e["ratio"] for e in prefill.get("peer_ratios", [])) and decoding is not None
 
 
 def published(kind: Literal["chapter7", "peers"] = "chapter7") -> dict:
     """The newest committed results file that holds what a page reads: "chapter7", the course's
     implementations (naive NumPy ... jit, PyTorch) up to N = 16384 and the compile cost; "peers",
-    the peers' ratios and the decode scenario. With "file": its name."""
+    a timed peer's ratios and the decode scenario. With "file": its name."""
     for name in reversed(results_files()):
         results = read(name)
-        if _holds(results, kind):
+        if holds(results, kind):
             return results
     raise FileNotFoundError(f"no committed results file holds the {kind} runs")
 
 
 __all__ = [
-    "IMPLS", "PAUSE", "THREAD_ENV", "asm", "available", "bandwidth", "blas_threads", "compile_cost",
-    "decode", "float64_reference", "flops", "info", "inputs", "isa_flags", "isolated", "load_average", "lookup",
+    "IMPLS", "PAUSE", "THREAD_ENV", "asm", "available", "bandwidth", "blas_threads", "compile_cost", "decode",
+    "float64_reference", "flops", "holds", "info", "inputs", "isa_flags", "isolated", "load_average", "lookup",
     "naive_bytes", "parts", "peer_ratios", "peers", "published", "ratios", "read", "read_bandwidth", "results_files",
     "rss", "run", "sgemm_rate", "skip_reason", "stopwatch", "theoretical_peak", "time_size", "torch_backend", "traced",
 ]
