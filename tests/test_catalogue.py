@@ -13,15 +13,13 @@ import importlib
 import nbformat
 import pytest
 
-from attncore.grading.course.layout import function_of, parse_grade_id
 from attncore.grading.course import runner
 from attncore.grading.course.hidden_cells import hidden_cells
+from attncore.grading.course.layout import function_of, parse_grade_id
 from attncore.grading.engine import ASSIGNMENTS, SPECS
 from attncore.grading.engine.probe import GENERIC, STRICT_DETECTORS
 
-from .gradekit import (
-    SUITE_MODULE, in_process_verdicts, release_notebook, source_notebook, submission,
-)
+from .gradekit import SUITE_MODULE, in_process_verdicts, release_notebook, source_notebook, submission
 
 MODULES = SUITE_MODULE
 # Wrong solutions overflow and divide by zero on purpose; what they warn is no finding here.

@@ -8,9 +8,7 @@ import attncore
 from attncore.bert import AttentionWeights
 from attncore.grading import check
 from attncore.grading.engine import SPECS, FeedbackError, FunctionSpec, Misconception, Outcome, run_suite
-from attncore.grading.engine.probe import (
-    MEMORY_UNMEASURED, STRICT_DETECTORS, _modified, recognise_error, same,
-)
+from attncore.grading.engine.probe import MEMORY_UNMEASURED, STRICT_DETECTORS, _modified, recognise_error, same
 
 
 def correct_scores(Q, K):

@@ -23,8 +23,8 @@ import pytest
 
 import attncore
 from attncore.grading.course import sandbox
-from attncore.grading.course.runner import Worker
 from attncore.grading.course.layout import WORK
+from attncore.grading.course.runner import Worker
 from attncore.grading.engine import SPECS, Outcome, run_suite
 
 from .gradekit import ROOT, Course, points_by_function, submission

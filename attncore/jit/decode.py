@@ -57,15 +57,7 @@ from numpy.typing import ArrayLike
 from .._checks import Causal, FloatArray, check_qkv, largest_magnitude, positive_int, prepare_attention, value_headroom
 from .atomics import _take_next
 from .compiling import _compute_dtype, _jit, _parallel_jit
-from .decode_microkernels import (
-    ROWS,
-    _accumulate_block,
-    _block_sizes,
-    _prefetch_rows,
-    _row_max,
-    _scores_block,
-    fits,
-)
+from .decode_microkernels import ROWS, _accumulate_block, _block_sizes, _prefetch_rows, _row_max, _scores_block, fits
 from .exponential import LN2, LOG2E, _exp2
 from .isa import PATHS, PathName, _resolve_path, _tile_cols, _tile_rows
 from .layout import (

@@ -7,7 +7,8 @@ that name (course.config): a cell the instructor locked (restored from the grade
 before these pages are made) renders as before; any other Markdown, a learner's, is
 rendered and then cleaned with bleach (nbconvert's own dependency) to a short list of
 tags with no event handlers, styles, ids or scripts, so anything else shows as text.
-Math stays text, which MathJax typesets on the page.
+Math stays text: the feedback page turns it into MathML (course.feedback_page), formgrader's
+MathJax typesets it.
 """
 import bleach
 from jinja2 import pass_context

@@ -21,11 +21,10 @@ import numpy as np
 
 from . import diagnosis
 from .compare import same, several, tolerances  # noqa: F401 (the suites read them here)
-from .diagnosis.witness import STRICT_DETECTORS, guarded as detector_errors  # noqa: F401
-from .diagnosis.generic import (NAN_OR_INF, ROUNDED, SCALED, SHAPE_OR_DTYPE, WRONG_ORDER,  # noqa: F401
-                                WRONG_VALUES, generic)
+from .diagnosis.generic import NAN_OR_INF, ROUNDED, SCALED, SHAPE_OR_DTYPE, WRONG_ORDER, WRONG_VALUES, generic  # noqa: F401
+from .diagnosis.witness import STRICT_DETECTORS  # noqa: F401
+from .diagnosis.witness import guarded as detector_errors
 from .feedback import message
-
 
 # What the grader can say about any function, besides its own catalogue.
 INPUT_MODIFIED = "input modified in place"
@@ -394,8 +393,8 @@ def _diagnose(spec, case, pristine, outcome, expected):
         allowed = case.max_extra_bytes(pristine)
         if outcome.peak_bytes is None:
             return Failure(MEMORY_UNMEASURED,
-                           "The process running your code sent no measurement of the memory "
-                           "your function used, so this test cannot pass.",
+                           "The grader could not measure the memory your function used "
+                           "(the note below says why), so this test cannot pass.",
                            "leave the grader's modules in that process alone (your own calls of "
                            "tracemalloc are fine: they cannot change what the grader measures).")
         if outcome.peak_bytes > allowed:

@@ -4,7 +4,6 @@ import re
 import numpy as np
 
 import attncore
-
 from attncore.invariants import default_atol
 
 from ..probe import Misconception, drawn_with, same

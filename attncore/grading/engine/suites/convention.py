@@ -6,10 +6,23 @@ import attncore
 from .. import stand_ins
 from ..probe import Case, FunctionSpec, Misconception
 from .common import (
-    KEYS_AS_VALUES, KEYS_AS_VALUES_FIX, NO_SOFTMAX, NO_SOFTMAX_FIX, SCALE_AFTER_SOFTMAX,
-    SCALE_AFTER_SOFTMAX_FIX, TRANSPOSED, TRANSPOSED_FIX, arrays, effective_scale,
-    keys_not_transposed, qkv, queries_for, rows_of_different_scales, scale_misconception,
-    softmax_misconceptions, softmax_scale,
+    KEYS_AS_VALUES,
+    KEYS_AS_VALUES_FIX,
+    NO_SOFTMAX,
+    NO_SOFTMAX_FIX,
+    SCALE_AFTER_SOFTMAX,
+    SCALE_AFTER_SOFTMAX_FIX,
+    TRANSPOSED,
+    TRANSPOSED_FIX,
+    arrays,
+    effective_scale,
+    keys_not_transposed,
+    qkv,
+    queries_for,
+    rows_of_different_scales,
+    scale_misconception,
+    softmax_misconceptions,
+    softmax_scale,
 )
 
 ASSIGNMENT = "01-convention"

@@ -10,8 +10,16 @@ from attncore.flash import empty_state, merge, tile_state
 
 from .. import stand_ins
 from ..probe import MATERIALISED, MATERIALISED_FIX, Case, FunctionSpec, Misconception
-from .common import (EXP2, EXP2_DETAIL, EXP2_FIX, UNSTABLE, arrays, keys_not_transposed,
-                     output_like_queries, scale_misconception)
+from .common import (
+    EXP2,
+    EXP2_DETAIL,
+    EXP2_FIX,
+    UNSTABLE,
+    arrays,
+    keys_not_transposed,
+    output_like_queries,
+    scale_misconception,
+)
 
 ASSIGNMENT = "05-flash"
 FORBIDDEN = ("flash_attention", "attention", "attention_weights", "attention_scores", "softmax",

@@ -9,9 +9,21 @@ import attncore
 from .. import stand_ins
 from ..probe import Case, FunctionSpec, Misconception, ResultDtype, same
 from .common import (
-    DRAWN, KEYS_AS_VALUES, KEYS_AS_VALUES_FIX, NO_SOFTMAX, NO_SOFTMAX_FIX, SCALE_AFTER_SOFTMAX,
-    SCALE_AFTER_SOFTMAX_FIX, SCALE_FIX, arrays, integers, keys_not_transposed,
-    output_like_queries, queries_for, rows_of_different_scales, scale_misconception,
+    DRAWN,
+    KEYS_AS_VALUES,
+    KEYS_AS_VALUES_FIX,
+    NO_SOFTMAX,
+    NO_SOFTMAX_FIX,
+    SCALE_AFTER_SOFTMAX,
+    SCALE_AFTER_SOFTMAX_FIX,
+    SCALE_FIX,
+    arrays,
+    integers,
+    keys_not_transposed,
+    output_like_queries,
+    queries_for,
+    rows_of_different_scales,
+    scale_misconception,
     softmax_misconceptions,
 )
 

@@ -18,9 +18,19 @@ from attncore import bert
 from .. import stand_ins
 from ..probe import Case, FunctionSpec, Misconception, same
 from .common import (
-    KEYS_NOT_TRANSPOSED, KEYS_NOT_TRANSPOSED_FIX, MASK_AFTER, MASK_WITH_ZERO, NO_SOFTMAX,
-    NO_SOFTMAX_FIX, SCALE, SCALE_AFTER_SOFTMAX, SCALE_AFTER_SOFTMAX_FIX, WRONG_AXIS,
-    WRONG_AXIS_FIX, arrays, softmax_scale,
+    KEYS_NOT_TRANSPOSED,
+    KEYS_NOT_TRANSPOSED_FIX,
+    MASK_AFTER,
+    MASK_WITH_ZERO,
+    NO_SOFTMAX,
+    NO_SOFTMAX_FIX,
+    SCALE,
+    SCALE_AFTER_SOFTMAX,
+    SCALE_AFTER_SOFTMAX_FIX,
+    WRONG_AXIS,
+    WRONG_AXIS_FIX,
+    arrays,
+    softmax_scale,
 )
 
 ASSIGNMENT = "07-real-model"

@@ -10,8 +10,17 @@ from attncore.feature_maps import ELU_PLUS_ONE, EXP, EXP_PAIRS, RELU_PLUS_EPS, F
 from .. import stand_ins
 from ..probe import Case, FunctionSpec, Misconception, ResultDtype
 from .common import (
-    GLOBAL_MAX, GLOBAL_MAX_FIX, UNSTABLE, along_axis_detail, along_other_axes, qkv,
-    closer_rows, rounded_rows, rows_of_different_scales, score_rows, two_d_only,
+    GLOBAL_MAX,
+    GLOBAL_MAX_FIX,
+    UNSTABLE,
+    along_axis_detail,
+    along_other_axes,
+    closer_rows,
+    qkv,
+    rounded_rows,
+    rows_of_different_scales,
+    score_rows,
+    two_d_only,
 )
 
 ASSIGNMENT = "06-variants"

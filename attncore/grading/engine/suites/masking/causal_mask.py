@@ -8,8 +8,7 @@ from attncore import masks
 from ... import stand_ins
 from ...probe import SHAPE_OR_DTYPE, Case, FunctionSpec, Misconception
 from ..common import DRAWN, integers
-from .shared import (FORBIDDEN, INVERTED, INVERTED_FIX, NEGATIVE_SLICE, OFF_BY_ONE,
-                     shape_fix, shape_or_dtype)
+from .shared import FORBIDDEN, INVERTED, INVERTED_FIX, NEGATIVE_SLICE, OFF_BY_ONE, shape_fix, shape_or_dtype
 
 TOP_LEFT = "top-left instead of bottom-right causal alignment"
 WRONG_SIGN = "bottom-right offset with the wrong sign"

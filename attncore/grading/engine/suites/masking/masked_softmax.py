@@ -12,11 +12,27 @@ from attncore import masks
 
 from ... import stand_ins
 from ...probe import Case, FunctionSpec, Misconception, ResultDtype
-from ..common import (GLOBAL_MAX, GLOBAL_MAX_FIX, MASK_AFTER, MASK_WITH_ZERO, UNSTABLE,
-                      UNSTABLE_FIX, arrays, closer_rows, rounded_rows, two_d_only)
-from .masked_softmax_detectors import (fully_masked_detect, global_max_detect, inverted_detect,
-                                       mask_after_detect, mask_with_zero_detect,
-                                       sentinel_detect, unstable_detect)
+from ..common import (
+    GLOBAL_MAX,
+    GLOBAL_MAX_FIX,
+    MASK_AFTER,
+    MASK_WITH_ZERO,
+    UNSTABLE,
+    UNSTABLE_FIX,
+    arrays,
+    closer_rows,
+    rounded_rows,
+    two_d_only,
+)
+from .masked_softmax_detectors import (
+    fully_masked_detect,
+    global_max_detect,
+    inverted_detect,
+    mask_after_detect,
+    mask_with_zero_detect,
+    sentinel_detect,
+    unstable_detect,
+)
 from .shared import FORBIDDEN, INVERTED, INVERTED_FIX
 
 FULLY_MASKED = "fully masked row giving NaN or a uniform row"

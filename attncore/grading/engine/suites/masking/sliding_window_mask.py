@@ -7,8 +7,7 @@ from attncore import masks
 from ... import stand_ins
 from ...probe import SHAPE_OR_DTYPE, Case, FunctionSpec, Misconception
 from ..common import DRAWN, integers
-from .shared import (FORBIDDEN, INVERTED, INVERTED_FIX, NEGATIVE_SLICE, OFF_BY_ONE,
-                     shape_fix, shape_or_dtype)
+from .shared import FORBIDDEN, INVERTED, INVERTED_FIX, NEGATIVE_SLICE, OFF_BY_ONE, shape_fix, shape_or_dtype
 
 WINDOW_NOT_CAUSAL = "window not causal (future keys allowed)"
 WINDOW_WIDTH = "window one key too wide or too narrow"
