@@ -63,6 +63,10 @@ def fill_wheelhouse(*requirements):
     offline = subprocess.run([*download, "--no-index", "--find-links", str(WHEELHOUSE)], capture_output=True)
     if offline.returncode != 0:
         subprocess.run(download, check=True)
+    # pip download copies the wheel of this checkout in too; left there, a later resolve of
+    # attncore[extra] would take it, though it was built from an earlier state of the tree
+    for stale in WHEELHOUSE.glob("attncore-*"):
+        stale.unlink()
 
 
 def _source_copy(base):
