@@ -463,6 +463,7 @@ import types, attncore
 try:
     mine = types.FunctionType(attncore.softmax.__code__, attncore.softmax.__globals__, None,
                               attncore.softmax.__defaults__)
+    mine.__kwdefaults__ = attncore.softmax.__kwdefaults__  # axis and mask are keyword-only
 except Exception:
     mine = None
 def masked_softmax(scores, mask):
