@@ -7,9 +7,13 @@ reads offline. markdown2html replaces nbconvert's filter of that name (course.co
 formulas of a cell are taken out, the rest goes through course.pages (which shows a
 learner's Markdown as text), and the formulas come back as MathML cleaned to MathML's own
 tags (no link, style or script a learner's TeX could ask for). TeX that latex2mathml
-cannot convert stays as its source text.
+cannot convert stays as its source text, and so does a formula written inside a tag's
+attribute (a link's title): MathML there would end the attribute and start others. The
+placeholders that hold the formulas meanwhile carry a random part, so text a learner types
+cannot pass for one.
 """
 import re
+import secrets
 from html import escape
 
 import bleach
@@ -23,7 +27,8 @@ MATH = re.compile(r"\$\$(?P<block>.+?)\$\$|\\\[(?P<bracket>.+?)\\\]"
                   r"|(?<![\\$])\$(?P<inline>[^\s$][^$]*?)(?<!\\)\$(?!\$)"
                   r"|\\\((?P<paren>.+?)\\\)", re.S)
 CODE = re.compile(r"(```.*?```|~~~.*?~~~|`[^`\n]*`)", re.S)  # math is not looked for in code
-HELD = re.compile(r"ATTNCOREMATH(\d+)Z")
+# a tag, its quoted attribute values allowed to hold ">"
+TAG = re.compile(r"""(<[!/?a-zA-Z][^>"']*(?:(?:"[^"]*"|'[^']*')[^>"']*)*>)""")
 MATHML_TAGS = {"math", "mrow", "mi", "mn", "mo", "ms", "mtext", "mspace", "msub", "msup",
                "msubsup", "mfrac", "msqrt", "mroot", "mover", "munder", "munderover", "mtable",
                "mtr", "mtd", "mstyle", "mpadded", "menclose", "mphantom"}
@@ -46,25 +51,32 @@ def mathml(tex: str, block: bool) -> str | None:
 
 
 def hold_math(markdown: str) -> tuple:
-    """(markdown with each formula replaced by a placeholder, [the formulas as MathML])."""
-    maths = []
+    """(markdown with each formula replaced by a placeholder, {placeholder: (the formula
+    as MathML, its TeX as written)})."""
+    maths, nonce = {}, secrets.token_hex(8)
 
     def hold(match):
         tex = next(text for text in match.groupdict().values() if text is not None)
         block = match["block"] is not None or match["bracket"] is not None
-        maths.append(mathml(tex, block) or f"<code>{escape(match[0])}</code>")
-        return f"ATTNCOREMATH{len(maths) - 1}Z"
+        placeholder = f"ATTNCOREMATH{nonce}N{len(maths)}Z"
+        maths[placeholder] = (mathml(tex, block) or f"<code>{escape(match[0])}</code>", match[0])
+        return placeholder
 
     parts = CODE.split(markdown)
     return "".join(part if k % 2 else MATH.sub(hold, part)
                    for k, part in enumerate(parts)), maths
 
 
-def restore_math(html: str, maths: list) -> str:
-    """html with each placeholder replaced by its formula (a placeholder a learner typed
-    that names no formula stays as it is)."""
-    return HELD.sub(lambda match: maths[int(match[1])] if int(match[1]) < len(maths)
-                    else match[0], html)
+def restore_math(html: str, maths: dict) -> str:
+    """html with each placeholder replaced: by its MathML in text, by its TeX (escaped) in
+    a tag."""
+    if not maths:
+        return html
+    held = re.compile("|".join(map(re.escape, maths)))
+    return "".join(
+        held.sub(lambda match: escape(maths[match[0]][1], quote=True), part) if k % 2
+        else held.sub(lambda match: maths[match[0]][0], part)
+        for k, part in enumerate(TAG.split(html)))
 
 
 @pass_context
