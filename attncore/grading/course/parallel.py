@@ -26,14 +26,18 @@ from typing import TextIO
 
 from .ahead import AHEAD, notebook_key, save_ahead
 from .layout import WORK
-from .runner import grade_notebook
+from .runner import grade_notebook, submission_digest
+from .secret import keyed_secret, replay_seed
 
 
 def grade_ahead(task: tuple) -> tuple:
-    """Pool work: grade one submission and keep its verdicts; (student, error or "")."""
-    student, notebook, target, seed, options = task
+    """Pool work: grade one submission and keep its verdicts; (student, error or "").
+    The draw: the configured seed, else the submission's replay seed under the secret."""
+    student, assignment, notebook, target, seed, secret, options = task
     try:
         cells = json.loads(Path(notebook).read_text(encoding="utf-8"))["cells"]
+        if seed is None:
+            seed = replay_seed(secret, assignment, student, submission_digest(cells))
         verdicts = grade_notebook(cells, cwd=Path(notebook).parent, seed=seed, **options)
     except Exception as error:  # nbgrader meets it again and records it as it does
         return student, f"{type(error).__name__}: {error}"
@@ -59,9 +63,10 @@ def autograde(root: Path, assignment: str, jobs: int, config: dict, nbgrader_arg
     processes, then record them with nbgrader; return nbgrader's exit status. config: the
     GradeOutOfProcess section of nbgrader's configuration."""
     from .preprocessors import grading_options
-    from .secret import student_seed
 
     options = grading_options(config)
+    seed = config.get("seed")
+    secret = keyed_secret(root, config.get("secret", "")) if seed is None else ""
     force = any(arg in ("--force", "-f") for arg in nbgrader_args)
     only = []  # nbgrader's --student=ID or --student ID
     for k, arg in enumerate(nbgrader_args):
@@ -77,9 +82,8 @@ def autograde(root: Path, assignment: str, jobs: int, config: dict, nbgrader_arg
         done = Path(root, WORK, "autograded", student, assignment).exists()
         if (only and student not in only) or (done and not force):
             continue  # nbgrader skips it too
-        seed = config.get("seed") if config.get("seed") is not None else student_seed(
-            root, assignment, student, config.get("secret", ""))
-        tasks.append((student, str(notebook), str(ahead / f"{student}.json"), seed, options))
+        tasks.append((student, assignment, str(notebook), str(ahead / f"{student}.json"), seed,
+                      secret, options))
     started = time.monotonic()
     context = multiprocessing.get_context("spawn")
     with concurrent.futures.ProcessPoolExecutor(jobs, mp_context=context) as pool:

@@ -13,7 +13,9 @@ Only the learner's own call and the comparison of what it returned can cost poin
 building a case, the reference or a diagnosis fails, the cell's verdict is a grader error
 (CellVerdict.grader_error), which nbgrader leaves for the instructor (course.preprocessors).
 """
+import hashlib
 import inspect
+import json
 import os
 import secrets
 import textwrap
@@ -70,22 +72,35 @@ def grade_notebook(cells: list, cwd: str | os.PathLike = ".", time_limit: float 
     draw of the hidden cases (None: a fresh one); seconds and restarts: the notebook's
     budget (course.process.Budget).
     """
-    tests = test_cells(cells)
-    tested = {id(cell) for _, cell in tests}
-    code = [(_nbgrader(cell).get("grade_id") or f"{index + 1}", _source(cell))
-            for index, cell in enumerate(cells)
-            if cell["cell_type"] == "code" and id(cell) not in tested]
+    code, tests = graded_code(cells)
     seed = secrets.randbelow(2 ** 31) if seed is None else int(seed)
-    graded = {parsed[0] for parsed in map(parse_grade_id, (gid for gid, _ in tests))
-              if parsed and parsed[0] in SPECS}
+    graded = {parsed[0] for parsed in map(parse_grade_id, tests) if parsed and parsed[0] in SPECS}
     forbidden = set().union(*(SPECS[function].forbidden for function in graded))
     allowed = set().union(*(ALLOWED[ASSIGNMENT_NAME[function]] for function in graded))
     budget = Budget(seconds, restarts)
     with Session(code, cwd, time_limit, resolve_sandbox(sandbox), seed, forbidden, allowed,
                  budget) as session:
-        graded = {grade_id: session.grade(grade_id) for grade_id in sorted(
-            (grade_id for grade_id, _ in tests), key=_notebook_order)}
-        return {grade_id: graded[grade_id] for grade_id, _ in tests}
+        graded = {grade_id: session.grade(grade_id) for grade_id in sorted(tests, key=_notebook_order)}
+        return {grade_id: graded[grade_id] for grade_id in tests}
+
+
+def graded_code(cells: list) -> tuple[list[tuple[str, str]], list[str]]:
+    """What the grader runs of a notebook: [(name, source)] of every code cell but the test
+    cells, in order (a cell's name is its grade id, else its place in the notebook), and the
+    grade ids of the test cells (whose suites run; their sources never do)."""
+    tests = test_cells(cells)
+    tested = {id(cell) for _, cell in tests}
+    code = [(_nbgrader(cell).get("grade_id") or f"{index + 1}", _source(cell))
+            for index, cell in enumerate(cells)
+            if cell["cell_type"] == "code" and id(cell) not in tested]
+    return code, [grade_id for grade_id, _ in tests]
+
+
+def submission_digest(cells: list) -> str:
+    """SHA-256 (hex) of what the grader runs of a notebook (graded_code): any change to its
+    code, a cell's name or its test cells changes it; outputs, Markdown text and metadata
+    beyond the grade ids do not. A student's hidden draw is keyed by it (course.secret)."""
+    return hashlib.sha256(json.dumps(graded_code(cells)).encode()).hexdigest()
 
 
 def _notebook_order(grade_id):
@@ -134,7 +149,9 @@ class Session:
         self.worker, self.stopped = None, ""  # stopped: why no worker runs any more
         self.how = (("graded in a bubblewrap sandbox" if sandboxed else
                      "not sandboxed: fine for self-study, not for a grade that counts")
-                    + ("" if seed is None else f"; hidden cases drawn with seed {seed}"))
+                    + ("" if seed is None else f"; hidden cases drawn with seed {seed} "
+                                               f"(attncore-check --seed {seed} replays them on "
+                                               f"this code)"))
 
     def __enter__(self):
         self._start(first=True)
