@@ -166,7 +166,7 @@ def test_a_memory_case_without_a_measurement_is_not_passed():
     assert run_suite(spec, "basic", call).passed
     verdict = run_suite(spec, "memory", call)
     assert not verdict.passed and MEMORY_UNMEASURED in verdict.message
-    assert "no measurement" in verdict.message
+    assert "could not measure" in verdict.message
 
 
 SHAPE_SET_IN_PLACE = '''
