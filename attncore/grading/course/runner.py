@@ -10,8 +10,10 @@ started again and the rest of the notebook is graded as usual, within the notebo
 budget of time and restarts, after which the rest fails with a message that says so.
 
 Only the learner's own call and the comparison of what it returned can cost points: when
-building a case, the reference or a diagnosis fails, the cell's verdict is a grader error
-(CellVerdict.grader_error), which nbgrader leaves for the instructor (course.preprocessors).
+building a case or the reference fails, or a diagnosis of a plain result (numbers, arrays
+of them), the cell's verdict is a grader error (CellVerdict.grader_error), which nbgrader
+leaves for the instructor (course.preprocessors); a returned value that cannot be read as
+one (a ragged list, a dict, an object of the learner's own) fails the case, the learner's.
 """
 import hashlib
 import inspect
@@ -26,6 +28,7 @@ from dataclasses import replace
 import numpy as np
 
 from ..engine import ASSIGNMENTS, SPECS, Outcome, run_suite
+from ..engine.diagnosis.generic import NOT_AN_ARRAY, NOT_AN_ARRAY_FIX, seen
 from ..engine.feedback import message
 from ..engine.probe import STRICT_DETECTORS
 from ..observe import shorten
@@ -180,11 +183,10 @@ class Session:
                     return self._graded_again(function, suite, again, used)
         except _NotComparable as error:
             return CellVerdict(False, message(
-                function, "a result the grader cannot compare", detail=f"Comparing it with "
-                f"the expected result raised {type(error.__cause__).__name__}: "
-                f"{shorten(error.__cause__)}", show_values=False,
-                fix="return a NumPy array of numbers (float or bool, as the exercise asks), "
-                    "not an object of your own."), how=self.how)
+                function, NOT_AN_ARRAY, detail=f"Your function returned {seen(error.returned)}; "
+                f"reading it raised {type(error.__cause__).__name__}: "
+                f"{shorten(error.__cause__)}", fix=NOT_AN_ARRAY_FIX, show_values=False),
+                how=self.how, suite=suite, misconception=NOT_AN_ARRAY)
         except GraderError as error:
             return self._grader_error(function, suite, error)
         if missing:
@@ -228,7 +230,7 @@ class Session:
             if os.environ.get(STRICT_DETECTORS) == "1":
                 raise
             if "returned" in last and not _plain(last["returned"]):
-                raise _NotComparable() from error  # the learner's own odd value
+                raise _NotComparable(last["returned"]) from error  # the learner's own odd value
             raise GraderError(f"comparing or diagnosing a result of {function} raised "
                               f"{type(error).__name__}: {error}") from error
         return verdict, missing, used
@@ -350,6 +352,10 @@ class Session:
 class _NotComparable(Exception):
     """What the learner's function returned broke the comparison (the cause says how)."""
 
+    def __init__(self, returned):
+        super().__init__()
+        self.returned = returned
+
 
 def _guarded(spec):
     """spec with its reference and its cases' builders raising GraderError when they fail."""
@@ -370,12 +376,14 @@ def _guarded(spec):
 
 def _plain(value):
     """Whether value is what a graded function should return: numbers, booleans, arrays
-    of them, or tuples and lists of these (a comparison of these failing is the grader's)."""
-    if value is None or isinstance(value, (bool, int, float, complex)):
+    of them, or tuples of these (a comparison of these failing is the grader's). Anything
+    else, a list too (np.asarray of a ragged one raises), is the learner's to fix when
+    reading it fails."""
+    if value is None or type(value) in (bool, int, float, complex):
         return True
-    if isinstance(value, (np.ndarray, np.generic)):
-        return np.asarray(value).dtype.kind in "biufc"
-    if isinstance(value, (tuple, list)):
+    if type(value) is np.ndarray or isinstance(value, np.generic):
+        return value.dtype.kind in "biufc"
+    if type(value) is tuple:
         return all(map(_plain, value))
     return False
 
