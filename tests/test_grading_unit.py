@@ -267,6 +267,8 @@ def test_a_result_no_comparison_can_read_fails_the_case_through_the_worker(tmp_p
             verdict = session.grade("softmax-extreme")
         assert not verdict.passed and not verdict.grader_error, (hostile, verdict.message)
         assert verdict.misconception == (SHAPE_OR_DTYPE if "float" in hostile else NOT_AN_ARRAY)
+        shown = "an object of type" if what.startswith("an object") else what  # the wire's stand-in
+        assert "float" in hostile or f"Your function returned {shown}" in verdict.message
 
     def advice(arguments, returned, expected):
         raise ValueError("a diagnosis that fails")
