@@ -97,7 +97,8 @@ def run(args: argparse.Namespace, rest: list) -> int:
     if args.command == "autograde":
         from .parallel import autograde
 
-        return autograde(root, args.assignment, args.jobs, config.GradeOutOfProcess, rest)
+        return autograde(root, args.assignment, args.jobs, config.GradeOutOfProcess, rest,
+                         db_url=db_url)
     if args.command == "report":
         from .report import write
 

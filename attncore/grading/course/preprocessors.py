@@ -9,6 +9,7 @@ from nbformat import NotebookNode
 from nbgrader.api import Gradebook
 from nbgrader.preprocessors import NbGraderPreprocessor
 from traitlets import Enum, Float, Integer, Unicode
+from traitlets.config import Config
 
 from . import ungradable
 from .ahead import load_ahead, notebook_key
@@ -116,8 +117,8 @@ class GradeOutOfProcess(NbGraderPreprocessor):
                            submission_digest(cells))
 
     def options(self):
-        """grade_notebook's options, as configured."""
-        return grading_options({trait: getattr(self, trait) for trait in OPTIONS.values()})
+        """grade_notebook's options, as configured (each value as its trait holds it)."""
+        return {keyword: getattr(self, trait) for keyword, trait in OPTIONS.items()}
 
     def graded_ahead(self, cells, seed, options, resources):
         """The verdicts graded ahead for this very notebook, draw and options, or None."""
@@ -146,11 +147,11 @@ OPTIONS = {"time_limit": "time_limit", "sandbox": "sandbox", "seconds": "noteboo
            "restarts": "restarts"}
 
 
-def grading_options(config) -> dict:
-    """grade_notebook's options from GradeOutOfProcess's configuration (a Config section or
-    a dict of trait values), each trait's default where it says nothing."""
-    traits = GradeOutOfProcess.class_traits()
-    return {keyword: config.get(trait, traits[trait].default()) for keyword, trait in OPTIONS.items()}
+def configured(section) -> GradeOutOfProcess:
+    """GradeOutOfProcess as nbgrader makes it from its configuration section (a Config or
+    a dict of trait values): each value read through its trait, so `time_limit = 2` is the
+    2.0 that nbgrader grades with, and each trait's default where the section says nothing."""
+    return GradeOutOfProcess(config=Config({"GradeOutOfProcess": section}))
 
 
 GRADED = {}  # assignment -> the students graded by this process, for print_summary
