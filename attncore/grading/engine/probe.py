@@ -377,7 +377,8 @@ def recognise_error(spec, arguments, error_type, error_message):
 def _diagnose(spec, case, pristine, outcome, expected):
     """The Failure of a returned value, or None when it is right.
 
-    In order: inputs modified, nothing returned, right values in the wrong dtype, too much
+    In order: inputs modified, nothing returned, a value no comparison can read (a ragged
+    list, a dict: its own message, no diagnosis), right values in the wrong dtype, too much
     memory, then the catalogue of misconceptions, then a generic description (which the
     diagnosis replaces when it reads more in the error).
     """
@@ -391,11 +392,11 @@ def _diagnose(spec, case, pristine, outcome, expected):
                        "caller's arrays must be left as they were.")
     if got is None:
         return Failure("returned None", "", "end your function with `return` and the result.")
-    seen = unreadable(got, expected)
-    if seen is not None:  # no comparison, dtype check or diagnosis can read it: the learner's
-        return Failure(NOT_AN_ARRAY, seen, NOT_AN_ARRAY_FIX, "values", generic=True,
+    odd = unreadable(got, expected)
+    if odd is not None:  # no comparison, dtype check or diagnosis can read it: the learner's
+        return Failure(NOT_AN_ARRAY, odd, NOT_AN_ARRAY_FIX, "values", generic=True,
                        show_values=False, text=message(spec.name, NOT_AN_ARRAY, case.description,
-                                                       pristine, detail=seen, fix=NOT_AN_ARRAY_FIX,
+                                                       pristine, detail=odd, fix=NOT_AN_ARRAY_FIX,
                                                        show_values=False))
     correct = same(got, expected, spec.rtol)
     if correct and spec.result_dtype is not ResultDtype.ANY \

@@ -44,10 +44,10 @@ def seen(value):
     """The type of a value, and its length or shape where it has one, read without calling
     any method of the learner's own (a repr or a len can raise)."""
     kind = type(value)
+    if kind is np.ndarray:
+        return f"an array of shape {value.shape} and dtype {value.dtype}"
     name = f"a {kind.__name__}" if kind in (list, tuple, dict, set, str, bytes, int, float,
                                            complex, bool) else f"an object of type {kind.__name__}"
-    if isinstance(value, np.ndarray):
-        return f"an array of shape {value.shape} and dtype {value.dtype}"
     if kind in (list, tuple, dict, str):
         lengths = sorted({len(item) for item in value if type(item) in (list, tuple)}) \
             if kind in (list, tuple) else []
