@@ -12,7 +12,9 @@ One course of 02-simplex, graded, then a student resubmits and everyone is regra
   every written case of its hidden suites (the cases a learner's own check runs, which
   before every hidden case drew its inputs were what autograde ran for 40 of them); "wrong"
   is the same code without the table: both get the same points, in both gradings;
-- "honest": the reference, full marks, the same grade, feedback and seed at the regrade.
+- "honest": the reference, full marks, the same grade, feedback and seed at the regrade;
+- "ragged": a wrong softmax that returns a ragged list whenever its output is not finite
+  (attack 29): an automatic 0 where it does, not a grader error left for manual grading.
 """
 import copy
 import re
@@ -20,6 +22,7 @@ import re
 import numpy as np
 import pytest
 
+from attncore.grading.course.layout import WORK
 from attncore.grading.engine import SPECS
 from attncore.grading.engine.probe import VISIBLE_SUITES, drawing, graded_cases
 
@@ -28,6 +31,9 @@ from .gradekit import Course, submission
 pytestmark = [pytest.mark.slow, pytest.mark.pipeline]
 A = "02-simplex"
 WRONG_SOFTMAX = "def softmax(scores):\n    return scores.copy()\n"
+RAGGED_SOFTMAX = ("import numpy as np\ndef softmax(scores):\n    e = np.exp(scores)\n"
+                  "    w = e / e.sum(axis=-1, keepdims=True)\n"
+                  "    return w if np.isfinite(w).all() else [[1.0], [1.0, 2.0]]\n")
 NAN_ACCEPTED = '''
 def is_row_stochastic(W, atol=None):
     if atol is None:
@@ -104,7 +110,8 @@ def graded(tmp_path_factory):
                 "table": submission(A, {"is_row_stochastic": with_table(
                     "is_row_stochastic", NAN_ACCEPTED, table_of_written_cases(),
                     "_key(W) + repr(atol)")}),
-                "wrong": submission(A, {"is_row_stochastic": NAN_ACCEPTED})}
+                "wrong": submission(A, {"is_row_stochastic": NAN_ACCEPTED}),
+                "ragged": submission(A, {"softmax": RAGGED_SOFTMAX})}
     for student, notebook in students.items():
         course.submit(A, student, notebook)
     course.autograde(A)
@@ -139,3 +146,17 @@ def test_the_honest_student_keeps_full_marks_the_same_feedback_and_the_same_draw
     assert after == before
     assert all(g.score == g.max_score for g in before if not g.manual)
     assert seed_shown(before) not in {seed_shown(graded.first[s]) for s in ("table", "wrong")}
+
+
+def test_a_ragged_result_is_an_automatic_zero_not_a_grader_error(graded):
+    from nbgrader.api import Gradebook
+
+    from attncore.grading.engine.probe import NOT_AN_ARRAY
+
+    scores = points(graded.first["ragged"], "softmax")
+    assert scores["softmax-basic"] == 1.0 and scores["softmax-extreme"] == 0.0, scores
+    extreme = next(g for g in graded.first["ragged"] if g.grade_id == "softmax-extreme")
+    assert extreme.message.startswith(f"softmax: {NOT_AN_ARRAY}")
+    with Gradebook(f"sqlite:///{graded.root / WORK / 'gradebook.db'}") as gradebook:
+        grade = gradebook.find_grade("softmax-extreme", A, A, "ragged")
+        assert grade.auto_score == 0.0 and not grade.needs_manual_grade
