@@ -8,28 +8,15 @@ grades with: the pool keys the options as GradeOutOfProcess's traits read them).
 that did not match would have nbgrader grade the notebook a second time, and the
 learner's code would spend its time budget twice.
 """
-import json
 import re
 
-import nbformat
 import pytest
-from nbformat.corpus.words import generate_corpus_id
 
-from .gradekit import Course, submission
+from .gradekit import Course, pasted, submission
 
 pytestmark = [pytest.mark.slow, pytest.mark.pipeline]
 A = "01-convention"
 LIMITS_AS_INTS = "\nc.GradeOutOfProcess.time_limit = 30\nc.GradeOutOfProcess.notebook_time_limit = 300\n"
-
-
-def pasted(notebook):
-    """The notebook with a copy of its first solution cell (metadata and all) pasted above it."""
-    at = next(k for k, cell in enumerate(notebook.cells) if cell.cell_type == "code"
-              and cell.metadata.get("nbgrader", {}).get("solution"))
-    copy = nbformat.from_dict(json.loads(json.dumps(notebook.cells[at])))
-    copy.id = generate_corpus_id()
-    notebook.cells.insert(at, copy)
-    return notebook
 
 
 def graded_ahead(result):
