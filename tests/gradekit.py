@@ -3,6 +3,7 @@ throwaway nbgrader course driven through nbgrader's own command line."""
 import contextlib
 import functools
 import io
+import json
 import os
 import re
 import shutil
@@ -12,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import nbformat
+from nbformat.corpus.words import generate_corpus_id
 
 from attncore.grading.course.layout import RELEASE, SOURCE, WORK, by_function, parse_grade_id
 from attncore.grading.course.runner import grade_notebook, test_cells
@@ -49,6 +51,17 @@ def submission(assignment, replaced=None):
         grade_id = cell.metadata.get("nbgrader", {}).get("grade_id")
         if cell.cell_type == "code" and grade_id in sources:
             cell.source = sources[grade_id]
+    return notebook
+
+
+def pasted(notebook):
+    """The notebook with a copy of its first solution cell (metadata and all: Jupyter's copy
+    keeps it) pasted above it."""
+    at = next(k for k, cell in enumerate(notebook.cells) if cell.cell_type == "code"
+              and cell.metadata.get("nbgrader", {}).get("solution"))
+    copy = nbformat.from_dict(json.loads(json.dumps(notebook.cells[at])))
+    copy.id = generate_corpus_id()
+    notebook.cells.insert(at, copy)
     return notebook
 
 

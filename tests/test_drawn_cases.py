@@ -15,8 +15,14 @@ and its suites run for many draws (run_suite(diagnose=False): points only):
   seconds a call there, under tracemalloc), and is still caught and named (tests/wrong/)
   for a few of them;
 - the red team's table of the fixed cases (tests/test_sandbox.py's attempt, visible cases
-  added) earns none of masked_softmax's points in any draw.
+  added) earns none of masked_softmax's points in any draw;
+- every hidden case draws its inputs (sizes, values, places) when graded, and a table of
+  the written inputs of every hidden case (what a learner's own check runs, and all the
+  red team's second attempt needed for 40 of them) earns no hidden cell of any function in
+  any draw. Through nbgrader: tests/test_resubmission.py.
 """
+import copy
+import dataclasses
 import importlib
 
 import numpy as np
@@ -157,3 +163,73 @@ def test_a_table_of_every_fixed_case_earns_nothing_in_any_draw():
     earned = {(suite, seed) for suite in spec.suites for seed in RIGHT_DRAWS
               if _passed({"masked_softmax": masked_softmax}, f"masked_softmax-{suite}", seed)}
     assert not earned, earned
+
+
+HIDDEN = [(spec.name, suite) for spec in SPECS.values() for suite in spec.suites
+          if suite not in VISIBLE_SUITES]
+
+
+def _key(value):
+    """A case's arguments as a key: arrays by dtype, shape and bytes, containers and weights
+    (dataclasses) item by item, anything else (a feature map) by its repr."""
+    if isinstance(value, np.ndarray):
+        return value.dtype.str, value.shape, value.tobytes()
+    if isinstance(value, dict):
+        return tuple((name, _key(item)) for name, item in value.items())
+    if isinstance(value, (list, tuple)):
+        return tuple(map(_key, value))
+    if dataclasses.is_dataclass(value):
+        return type(value).__name__, _key([getattr(value, f.name) for f in dataclasses.fields(value)])
+    return repr(value)
+
+
+@pytest.mark.parametrize("function,suite", HIDDEN, ids=[f"{f}-{s}" for f, s in HIDDEN])
+def test_no_hidden_case_makes_the_same_inputs_in_two_draws(function, suite):
+    """Every case of every hidden suite, as graded (graded_cases) in each of RIGHT_DRAWS:
+    the inputs of any two draws differ, but where the case's inputs are a few small
+    integers (a single token: window 1 to 5), whose every value 20 draws cannot avoid
+    meeting twice; there, no input comes up in more than a third of the draws. A case
+    fixed in every draw, or in most, fails; so would one whose written inputs (a learner's
+    own check, no seed) changed from call to call."""
+    spec = SPECS[function]
+    made = [[] for _ in spec.suites[suite]]
+    for seed in RIGHT_DRAWS:
+        for index, (case, draw) in enumerate(graded_cases(spec, suite, seed)):
+            with drawing(draw):
+                made[index].append(_key(case.make()))
+    for case, keys in zip(spec.suites[suite], made):
+        few_integers = all(_small_integers(value) for value in case.make().values())
+        most = max(keys.count(key) for key in keys)
+        assert most <= (len(keys) // 3 if few_integers else 1), \
+            f"{case.description!r}: the same inputs in {most} of {len(keys)} draws"
+        with drawing(None):
+            assert _key(case.make()) == _key(case.make()), "the written inputs must not change"
+
+
+def _small_integers(value):
+    """An int, or an array of ints, below 100: a case made of these has few inputs."""
+    values = np.asarray(value)
+    return values.dtype.kind in "iub" and bool(np.all(np.abs(values) < 100))
+
+
+def test_a_table_of_every_written_hidden_case_earns_no_hidden_cell_in_any_draw():
+    """A function that answers each written input of the hidden suites from a table of the
+    reference's answers (and None to anything else) passes them all as written, and none
+    of them in any draw."""
+    for spec in SPECS.values():
+        table = {}
+        for suite in (suite for function, suite in HIDDEN if function == spec.name):
+            for case in spec.suites[suite]:
+                values = tuple(case.make().values())
+                table[_key(values)] = spec.reference(*copy.deepcopy(values))
+
+        def from_table(*values, table=table):
+            found = table.get(_key(values))
+            return copy.deepcopy(found)
+
+        namespace = {spec.name: from_table}
+        hidden = [f"{spec.name}-{suite}" for function, suite in HIDDEN if function == spec.name]
+        assert all(_passed(namespace, grade_id, None) for grade_id in hidden), spec.name
+        earned = [(grade_id, seed) for grade_id in hidden for seed in RIGHT_DRAWS
+                  if _passed(namespace, grade_id, seed)]
+        assert not earned, earned

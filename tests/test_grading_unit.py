@@ -206,3 +206,79 @@ def test_a_shape_set_in_place_is_caught_through_the_worker():
 
     found = _shape_verdicts(verdicts)
     assert found and all(v.misconception == INPUT_MODIFIED for v in found.values()), found
+
+
+# ---------------------------------------------------------------- a learner's odd result is the learner's
+
+HOSTILE_RETURNS = {  # softmax's source, what the feedback says it returned
+    "a ragged list whenever the output is not finite": (
+        "import numpy as np\ndef softmax(scores):\n    e = np.exp(scores)\n"
+        "    w = e / e.sum(axis=-1, keepdims=True)\n"
+        "    return w if np.isfinite(w).all() else [[1.0], [1.0, 2.0]]\n",
+        "a list of 2 items, rows of lengths 1, 2"),
+    "an object whose __array__ and __repr__ raise": (
+        "class Mine:\n    def __array__(self, *a, **k):\n        raise ValueError('no array')\n"
+        "    def __repr__(self):\n        raise ValueError('no repr')\n"
+        "def softmax(scores):\n    return Mine()\n", "an object of type Mine"),
+    "a float whose __eq__ and __float__ raise": (
+        "class Mine(float):\n    __hash__ = float.__hash__\n"
+        "    def __eq__(self, other):\n        raise ValueError('no eq')\n"
+        "    def __float__(self):\n        raise ValueError('no float')\n"
+        "def softmax(scores):\n    return Mine(1.0)\n", "an object of type Mine"),
+    "a dict": ("def softmax(scores):\n    return {'weights': scores}\n", "a dict of 1 item"),
+}
+
+
+@pytest.mark.parametrize("hostile", HOSTILE_RETURNS)
+def test_a_result_no_comparison_can_read_fails_the_case_in_process(hostile):
+    """Red team attempt 29: whatever the learner's function returns, handling it is no grader
+    error; a value NumPy cannot read as an array of numbers fails the case, named, with
+    what was seen (no method of the learner's object called to say so)."""
+    from attncore.grading.engine.probe import NOT_AN_ARRAY
+
+    from .gradekit import _observed
+
+    source, what = HOSTILE_RETURNS[hostile]
+    namespace = {}
+    exec(source, namespace)
+    spec = SPECS["softmax"]
+    call = _observed(namespace["softmax"], spec.forbidden)
+    verdict = run_suite(spec, "extreme", call, seed=7)
+    assert not verdict.passed and verdict.misconception == NOT_AN_ARRAY
+    assert f"Your function returned {what}: NumPy" in verdict.message
+    assert run_suite(spec, "basic", call, seed=7).passed == hostile.startswith("a ragged list")
+
+
+@pytest.mark.slow
+@pytest.mark.pipeline
+def test_a_result_no_comparison_can_read_fails_the_case_through_the_worker(tmp_path, monkeypatch):
+    """The same through a worker: an automatic failing verdict for each, never a grader error
+    (the wire hands the float over as the plain 1.0 it holds: a wrong shape). And where a
+    diagnosis fails on what came back, the learner's list is the learner's to fix, the
+    same failure on an array the grader's error."""
+    from dataclasses import replace
+
+    from attncore.grading.course.runner import Session
+    from attncore.grading.engine.probe import NOT_AN_ARRAY, SHAPE_OR_DTYPE
+
+    monkeypatch.delenv(STRICT_DETECTORS, raising=False)
+    for hostile, (source, what) in HOSTILE_RETURNS.items():
+        with Session([("softmax", source)], tmp_path, time_limit=30, seed=7) as session:
+            verdict = session.grade("softmax-extreme")
+        assert not verdict.passed and not verdict.grader_error, (hostile, verdict.message)
+        assert verdict.misconception == (SHAPE_OR_DTYPE if "float" in hostile else NOT_AN_ARRAY)
+        shown = "an object of type" if what.startswith("an object") else what  # the wire's stand-in
+        assert "float" in hostile or f"Your function returned {shown}" in verdict.message
+
+    def advice(arguments, returned, expected):
+        raise ValueError("a diagnosis that fails")
+
+    monkeypatch.setitem(SPECS, "softmax", replace(SPECS["softmax"], advice=advice))
+    right = ("import numpy as np\ndef softmax(scores):\n"
+             "    e = np.exp(scores - scores.max(axis=-1, keepdims=True))\n"
+             "    return (e / e.sum(axis=-1, keepdims=True)){}\n")
+    for ending, learners in ((".tolist()", True), ("", False)):
+        with Session([("softmax", right.format(ending))], tmp_path, time_limit=30) as session:
+            verdict = session.grade("softmax-basic")
+        assert not verdict.passed and bool(verdict.grader_error) != learners, verdict.message
+        assert (verdict.misconception == NOT_AN_ARRAY) == learners

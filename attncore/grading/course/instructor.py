@@ -8,9 +8,12 @@
     python -m attncore.grading seed <assignment> <student> ...
 """
 import argparse
+import json
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
+
+from .layout import WORK
 
 if TYPE_CHECKING:  # the learner's self-check runs through this package without traitlets
     from traitlets.config import Config
@@ -67,8 +70,11 @@ def parser() -> argparse.ArgumentParser:
     feedback = command("feedback", "reports/<assignment>/<lms>-feedback.zip: the feedback "
                                    "pages named for the LMS's bulk upload")
     feedback.add_argument("--lms", choices=("canvas", "moodle"), required=True)
-    command("seed", "a student's replay seed (attncore-check --seed N draws that student's "
-                    "hidden cases)").add_argument("students", nargs="+")
+    command("seed", "the replay seed of a student's graded submission: keyed by the course "
+                    "secret, of the assignment, the student and the code of the notebook "
+                    "autograde graded (attncore-check --seed N on that notebook replays its "
+                    "hidden cases; a changed notebook draws new ones)"
+            ).add_argument("students", nargs="+")
     return commands
 
 
@@ -91,7 +97,8 @@ def run(args: argparse.Namespace, rest: list) -> int:
     if args.command == "autograde":
         from .parallel import autograde
 
-        return autograde(root, args.assignment, args.jobs, config.GradeOutOfProcess, rest)
+        return autograde(root, args.assignment, args.jobs, config.GradeOutOfProcess, rest,
+                         db_url=db_url)
     if args.command == "report":
         from .report import write
 
@@ -114,11 +121,24 @@ def run(args: argparse.Namespace, rest: list) -> int:
             print(f"left out, no feedback page or no {args.lms} download: {', '.join(left_out)}",
                   file=sys.stderr)
     else:
-        from .secret import student_seed
-
-        fixed = config.GradeOutOfProcess.get("seed")
         for student in args.students:
-            seed = fixed if fixed is not None else student_seed(
-                root, args.assignment, student, config.GradeOutOfProcess.get("secret", ""))
-            print(f"{student}\t{seed}")
+            print(f"{student}\t{graded_seed(root, args.assignment, student, config.GradeOutOfProcess)}")
     return 0
+
+
+def graded_seed(root: Path, assignment: str, student: str, config: "Config") -> int:
+    """The seed autograde draws `student`'s hidden cases of `assignment` with: the configured
+    one, else the replay seed of the notebook it graded (course.secret). Raises LookupError
+    when autograde has graded none."""
+    from .runner import submission_digest
+    from .secret import keyed_secret, replay_seed
+
+    if config.get("seed") is not None:
+        return config.get("seed")
+    graded = sorted(Path(root, WORK, "autograded", student, assignment).glob("*.ipynb"))
+    if not graded:
+        raise LookupError(f"{student} has no autograded notebook of {assignment}: the seed "
+                          f"depends on the notebook graded, so autograde it first")
+    cells = json.loads(graded[0].read_text(encoding="utf-8"))["cells"]
+    return replay_seed(keyed_secret(root, config.get("secret", "")), assignment, student,
+                       submission_digest(cells))

@@ -5,11 +5,12 @@ writes stay serial. So the grading is split in two:
 
 1. the sandboxed part, nearly all of the time, runs for every submission in a pool of N
    processes, each verdict kept with a key of everything it depends on (the notebook's
-   cells, the draw, the grading options);
+   cells as nbgrader grades them, its metadata repaired (course.normalise) from the
+   gradebook; the draw; the grading options as GradeOutOfProcess's traits read them);
 2. then `nbgrader autograde` runs as usual, with GradeOutOfProcess.ahead pointing at
    those verdicts: a notebook whose key matches takes them instead of being graded
-   again, and any other (a cell nbgrader restored, an option given only to nbgrader) is
-   graded there. nbgrader records the grades, writes the feedback's outputs, and the
+   again, and any other (a locked cell nbgrader restored, an option given only to
+   nbgrader) is graded there. nbgrader records the grades, writes the feedback's outputs, and the
    gradebook ends as a serial run leaves it.
 """
 import concurrent.futures
@@ -26,19 +27,47 @@ from typing import TextIO
 
 from .ahead import AHEAD, notebook_key, save_ahead
 from .layout import WORK
-from .runner import grade_notebook
+from .normalise import normalise
+from .runner import grade_notebook, submission_digest
+from .secret import keyed_secret, replay_seed
 
 
 def grade_ahead(task: tuple) -> tuple:
-    """Pool work: grade one submission and keep its verdicts; (student, error or "")."""
-    student, notebook, target, seed, options = task
+    """Pool work: grade one submission and keep its verdicts; (student, error or "").
+    Its cells are first repaired as nbgrader's NormaliseMetadata repairs them, given
+    `known` (the gradebook's cells; None: as submitted). The draw: the configured seed,
+    else the submission's replay seed under the secret."""
+    student, assignment, notebook, target, seed, secret, options, known = task
     try:
         cells = json.loads(Path(notebook).read_text(encoding="utf-8"))["cells"]
+        if known is not None:
+            normalise(cells, known)
+        if seed is None:
+            seed = replay_seed(secret, assignment, student, submission_digest(cells))
         verdicts = grade_notebook(cells, cwd=Path(notebook).parent, seed=seed, **options)
     except Exception as error:  # nbgrader meets it again and records it as it does
         return student, f"{type(error).__name__}: {error}"
     save_ahead(target, notebook_key(cells, seed, options), verdicts)
     return student, ""
+
+
+def gradebook_knowledge(db_url: str, assignment: str):
+    """notebook name -> {grade id: Known} of its cells in the gradebook at db_url, or None
+    where the gradebook does not have it (nbgrader then says why, and grades it itself)."""
+    from nbgrader.api import MissingEntry
+
+    from .preprocessors import gradebook_cells
+
+    kept = {}
+
+    def known(notebook):
+        if notebook not in kept:
+            try:
+                kept[notebook] = gradebook_cells(db_url, notebook, assignment) if db_url else None
+            except MissingEntry:  # no such assignment or notebook recorded yet
+                kept[notebook] = None
+        return kept[notebook]
+    return known
 
 
 def progress(done: int, total: int, what: str, started: float, stream: TextIO = sys.stderr) -> None:
@@ -54,14 +83,16 @@ def progress(done: int, total: int, what: str, started: float, stream: TextIO = 
 
 
 def autograde(root: Path, assignment: str, jobs: int, config: dict, nbgrader_args: Sequence = (),
-              stream: TextIO = sys.stderr) -> int:
+              stream: TextIO = sys.stderr, db_url: str = "") -> int:
     """Grade every submission of `assignment` that `nbgrader autograde` would, on `jobs`
     processes, then record them with nbgrader; return nbgrader's exit status. config: the
-    GradeOutOfProcess section of nbgrader's configuration."""
-    from .preprocessors import grading_options
-    from .secret import student_seed
+    GradeOutOfProcess section of nbgrader's configuration; db_url: the gradebook's."""
+    from .preprocessors import configured
 
-    options = grading_options(config)
+    grader = configured(config)
+    options, seed = grader.options(), grader.seed
+    secret = keyed_secret(root, grader.secret) if seed is None else ""
+    known = gradebook_knowledge(db_url, assignment)
     force = any(arg in ("--force", "-f") for arg in nbgrader_args)
     only = []  # nbgrader's --student=ID or --student ID
     for k, arg in enumerate(nbgrader_args):
@@ -77,9 +108,8 @@ def autograde(root: Path, assignment: str, jobs: int, config: dict, nbgrader_arg
         done = Path(root, WORK, "autograded", student, assignment).exists()
         if (only and student not in only) or (done and not force):
             continue  # nbgrader skips it too
-        seed = config.get("seed") if config.get("seed") is not None else student_seed(
-            root, assignment, student, config.get("secret", ""))
-        tasks.append((student, str(notebook), str(ahead / f"{student}.json"), seed, options))
+        tasks.append((student, assignment, str(notebook), str(ahead / f"{student}.json"), seed,
+                      secret, options, known(notebook.stem)))
     started = time.monotonic()
     context = multiprocessing.get_context("spawn")
     with concurrent.futures.ProcessPoolExecutor(jobs, mp_context=context) as pool:

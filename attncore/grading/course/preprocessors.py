@@ -9,6 +9,7 @@ from nbformat import NotebookNode
 from nbgrader.api import Gradebook
 from nbgrader.preprocessors import NbGraderPreprocessor
 from traitlets import Enum, Float, Integer, Unicode
+from traitlets.config import Config
 
 from . import ungradable
 from .ahead import load_ahead, notebook_key
@@ -16,8 +17,8 @@ from .layout import VERDICT_KEY, WORK, function_of, parse_grade_id
 from .normalise import Known, normalise
 from .printable import printable
 from .process import NOTEBOOK_SECONDS, RESTARTS
-from .runner import TIME_LIMIT, grade_notebook, test_cells
-from .secret import SECRET_FILE, student_seed
+from .runner import TIME_LIMIT, grade_notebook, submission_digest, test_cells
+from .secret import SECRET_FILE, keyed_secret, replay_seed
 from .verdict import as_sentence
 
 GRADER_ERRORS = "attncore_grader_errors"  # resources key: the cells the grader failed on
@@ -40,10 +41,11 @@ class GradeOutOfProcess(NbGraderPreprocessor):
         f"one in {WORK}/{SECRET_FILE}, made the first time grading needs it. Changing it "
         "changes every student's draw.")).tag(config=True)
     seed = Integer(None, allow_none=True, help=(
-        "The draw of the hidden cases: None draws each student's own, from the course "
-        "secret, the assignment and the student (the same at every regrade; the feedback "
-        "names it, so the run can be replayed); an integer draws the same for every "
-        "notebook, for special cases.")).tag(config=True)
+        "The draw of the hidden cases: None draws each submission's own, from the course "
+        "secret, the assignment, the student and the code submitted (the same at every "
+        "regrade of the same file, new for a changed one; the feedback names it, so that "
+        "grading can be replayed); an integer draws the same for every notebook, for "
+        "special cases.")).tag(config=True)
 
     ahead = Unicode("", help=(
         "A folder of verdicts graded ahead, one <student>.json each (python -m "
@@ -59,7 +61,7 @@ class GradeOutOfProcess(NbGraderPreprocessor):
 
     def preprocess(self, nb, resources):
         folder = resources.get("metadata", {}).get("path") or "."
-        seed = self.draw(resources)
+        seed = self.draw(resources, nb.cells)
         options = self.options()
         verdicts = self.graded_ahead(nb.cells, seed, options, resources) or grade_notebook(
             nb.cells, cwd=folder, seed=seed, **options)
@@ -97,9 +99,10 @@ class GradeOutOfProcess(NbGraderPreprocessor):
         self.remember(resources)
         return nb, resources
 
-    def draw(self, resources):
-        """The seed of this notebook's hidden cases: the configured one, else the student's
-        replay seed from the course secret."""
+    def draw(self, resources, cells):
+        """The seed of this notebook's hidden cases: the configured one, else the replay
+        seed of this submission (course.secret): keyed by the course secret, of the
+        assignment, the student and the code the grader runs of `cells`."""
         if self.seed is not None:
             return self.seed
         graded = resources.get("nbgrader", {})
@@ -109,12 +112,13 @@ class GradeOutOfProcess(NbGraderPreprocessor):
                              "set --GradeOutOfProcess.seed to grade outside it")
         from nbgrader.coursedir import CourseDirectory
 
-        return student_seed(CourseDirectory(config=self.config).root, graded["assignment"],
-                            graded["student"], self.secret)
+        secret = keyed_secret(CourseDirectory(config=self.config).root, self.secret)
+        return replay_seed(secret, graded["assignment"], graded["student"],
+                           submission_digest(cells))
 
     def options(self):
-        """grade_notebook's options, as configured."""
-        return grading_options({trait: getattr(self, trait) for trait in OPTIONS.values()})
+        """grade_notebook's options, as configured (each value as its trait holds it)."""
+        return {keyword: getattr(self, trait) for keyword, trait in OPTIONS.items()}
 
     def graded_ahead(self, cells, seed, options, resources):
         """The verdicts graded ahead for this very notebook, draw and options, or None."""
@@ -143,11 +147,11 @@ OPTIONS = {"time_limit": "time_limit", "sandbox": "sandbox", "seconds": "noteboo
            "restarts": "restarts"}
 
 
-def grading_options(config) -> dict:
-    """grade_notebook's options from GradeOutOfProcess's configuration (a Config section or
-    a dict of trait values), each trait's default where it says nothing."""
-    traits = GradeOutOfProcess.class_traits()
-    return {keyword: config.get(trait, traits[trait].default()) for keyword, trait in OPTIONS.items()}
+def configured(section) -> GradeOutOfProcess:
+    """GradeOutOfProcess as nbgrader makes it from its configuration section (a Config or
+    a dict of trait values): each value read through its trait, so `time_limit = 2` is the
+    2.0 that nbgrader grades with, and each trait's default where the section says nothing."""
+    return GradeOutOfProcess(config=Config({"GradeOutOfProcess": section}))
 
 
 GRADED = {}  # assignment -> the students graded by this process, for print_summary

@@ -10,10 +10,14 @@ started again and the rest of the notebook is graded as usual, within the notebo
 budget of time and restarts, after which the rest fails with a message that says so.
 
 Only the learner's own call and the comparison of what it returned can cost points: when
-building a case, the reference or a diagnosis fails, the cell's verdict is a grader error
-(CellVerdict.grader_error), which nbgrader leaves for the instructor (course.preprocessors).
+building a case or the reference fails, or a diagnosis of a plain result (numbers, arrays
+of them), the cell's verdict is a grader error (CellVerdict.grader_error), which nbgrader
+leaves for the instructor (course.preprocessors); a returned value that cannot be read as
+one (a ragged list, a dict, an object of the learner's own) fails the case, the learner's.
 """
+import hashlib
 import inspect
+import json
 import os
 import secrets
 import textwrap
@@ -24,6 +28,7 @@ from dataclasses import replace
 import numpy as np
 
 from ..engine import ASSIGNMENTS, SPECS, Outcome, run_suite
+from ..engine.diagnosis.generic import NOT_AN_ARRAY, NOT_AN_ARRAY_FIX, seen
 from ..engine.feedback import message
 from ..engine.probe import STRICT_DETECTORS
 from ..observe import shorten
@@ -70,22 +75,35 @@ def grade_notebook(cells: list, cwd: str | os.PathLike = ".", time_limit: float 
     draw of the hidden cases (None: a fresh one); seconds and restarts: the notebook's
     budget (course.process.Budget).
     """
-    tests = test_cells(cells)
-    tested = {id(cell) for _, cell in tests}
-    code = [(_nbgrader(cell).get("grade_id") or f"{index + 1}", _source(cell))
-            for index, cell in enumerate(cells)
-            if cell["cell_type"] == "code" and id(cell) not in tested]
+    code, tests = graded_code(cells)
     seed = secrets.randbelow(2 ** 31) if seed is None else int(seed)
-    graded = {parsed[0] for parsed in map(parse_grade_id, (gid for gid, _ in tests))
-              if parsed and parsed[0] in SPECS}
+    graded = {parsed[0] for parsed in map(parse_grade_id, tests) if parsed and parsed[0] in SPECS}
     forbidden = set().union(*(SPECS[function].forbidden for function in graded))
     allowed = set().union(*(ALLOWED[ASSIGNMENT_NAME[function]] for function in graded))
     budget = Budget(seconds, restarts)
     with Session(code, cwd, time_limit, resolve_sandbox(sandbox), seed, forbidden, allowed,
                  budget) as session:
-        graded = {grade_id: session.grade(grade_id) for grade_id in sorted(
-            (grade_id for grade_id, _ in tests), key=_notebook_order)}
-        return {grade_id: graded[grade_id] for grade_id, _ in tests}
+        graded = {grade_id: session.grade(grade_id) for grade_id in sorted(tests, key=_notebook_order)}
+        return {grade_id: graded[grade_id] for grade_id in tests}
+
+
+def graded_code(cells: list) -> tuple[list[tuple[str, str]], list[str]]:
+    """What the grader runs of a notebook: [(name, source)] of every code cell but the test
+    cells, in order (a cell's name is its grade id, else its place in the notebook), and the
+    grade ids of the test cells (whose suites run; their sources never do)."""
+    tests = test_cells(cells)
+    tested = {id(cell) for _, cell in tests}
+    code = [(_nbgrader(cell).get("grade_id") or f"{index + 1}", _source(cell))
+            for index, cell in enumerate(cells)
+            if cell["cell_type"] == "code" and id(cell) not in tested]
+    return code, [grade_id for grade_id, _ in tests]
+
+
+def submission_digest(cells: list) -> str:
+    """SHA-256 (hex) of what the grader runs of a notebook (graded_code): any change to its
+    code, a cell's name or its test cells changes it; outputs, Markdown text and metadata
+    beyond the grade ids do not. A student's hidden draw is keyed by it (course.secret)."""
+    return hashlib.sha256(json.dumps(graded_code(cells)).encode()).hexdigest()
 
 
 def _notebook_order(grade_id):
@@ -134,7 +152,9 @@ class Session:
         self.worker, self.stopped = None, ""  # stopped: why no worker runs any more
         self.how = (("graded in a bubblewrap sandbox" if sandboxed else
                      "not sandboxed: fine for self-study, not for a grade that counts")
-                    + ("" if seed is None else f"; hidden cases drawn with seed {seed}"))
+                    + ("" if seed is None else f"; hidden cases drawn with seed {seed} "
+                                               f"(attncore-check --seed {seed} replays them on "
+                                               f"this code)"))
 
     def __enter__(self):
         self._start(first=True)
@@ -163,11 +183,10 @@ class Session:
                     return self._graded_again(function, suite, again, used)
         except _NotComparable as error:
             return CellVerdict(False, message(
-                function, "a result the grader cannot compare", detail=f"Comparing it with "
-                f"the expected result raised {type(error.__cause__).__name__}: "
-                f"{shorten(error.__cause__)}", show_values=False,
-                fix="return a NumPy array of numbers (float or bool, as the exercise asks), "
-                    "not an object of your own."), how=self.how)
+                function, NOT_AN_ARRAY, detail=f"Your function returned {seen(error.returned)}; "
+                f"reading it raised {type(error.__cause__).__name__}: "
+                f"{shorten(error.__cause__)}", fix=NOT_AN_ARRAY_FIX, show_values=False),
+                how=self.how, suite=suite, misconception=NOT_AN_ARRAY)
         except GraderError as error:
             return self._grader_error(function, suite, error)
         if missing:
@@ -211,7 +230,7 @@ class Session:
             if os.environ.get(STRICT_DETECTORS) == "1":
                 raise
             if "returned" in last and not _plain(last["returned"]):
-                raise _NotComparable() from error  # the learner's own odd value
+                raise _NotComparable(last["returned"]) from error  # the learner's own odd value
             raise GraderError(f"comparing or diagnosing a result of {function} raised "
                               f"{type(error).__name__}: {error}") from error
         return verdict, missing, used
@@ -333,6 +352,10 @@ class Session:
 class _NotComparable(Exception):
     """What the learner's function returned broke the comparison (the cause says how)."""
 
+    def __init__(self, returned):
+        super().__init__()
+        self.returned = returned
+
 
 def _guarded(spec):
     """spec with its reference and its cases' builders raising GraderError when they fail."""
@@ -353,12 +376,14 @@ def _guarded(spec):
 
 def _plain(value):
     """Whether value is what a graded function should return: numbers, booleans, arrays
-    of them, or tuples and lists of these (a comparison of these failing is the grader's)."""
-    if value is None or isinstance(value, (bool, int, float, complex)):
+    of them, or tuples of these (a comparison of these failing is the grader's). Anything
+    else, a list too (np.asarray of a ragged one raises), is the learner's to fix when
+    reading it fails."""
+    if value is None or type(value) in (bool, int, float, complex):
         return True
-    if isinstance(value, (np.ndarray, np.generic)):
-        return np.asarray(value).dtype.kind in "biufc"
-    if isinstance(value, (tuple, list)):
+    if type(value) is np.ndarray or isinstance(value, np.generic):
+        return value.dtype.kind in "biufc"
+    if type(value) is tuple:
         return all(map(_plain, value))
     return False
 

@@ -1,10 +1,14 @@
-"""The course secret and each student's hidden draw (standard library only).
+"""The course secret and each submission's hidden draw (standard library only).
 
-A student's hidden cases are drawn from replay_seed(secret, assignment, student), an HMAC
-of the assignment and the student keyed by a secret only the instructor holds: a regrade
-draws the same cases, two students draw different ones, and nobody without the secret
-can compute a draw. The secret is made the first time grading needs it, in a file of
-the course's .nbgrader/ folder (which git ignores) that only its owner can read.
+The hidden cases of a graded submission are drawn from replay_seed(secret, assignment,
+student, submission), an HMAC keyed by a secret only the instructor holds of the
+assignment, the student and the digest of the code the grader runs
+(course.runner.submission_digest): a regrade of the same file draws the same cases, a
+changed file (a resubmission) draws new ones, two students draw different ones, and nobody
+without the secret can compute a draw. So the seed a learner's feedback shows replays that
+grading of that code and predicts nothing about the next. The secret is made the first
+time grading needs it, in a file of the course's .nbgrader/ folder (which git ignores)
+that only its owner can read.
 """
 import hashlib
 import hmac
@@ -18,13 +22,14 @@ SECRET_FILE = "course_secret"  # in the course's .nbgrader/ folder
 SEED_RANGE = 2 ** 31  # the seeds the self-check's --seed takes
 
 
-def replay_seed(secret: str, assignment: str, student: str) -> int:
-    """The seed of the hidden cases of `student`'s `assignment`: HMAC-SHA256 of
-    "assignment NUL student" keyed by `secret`, mod 2**31 (a NUL is in no file name, so
-    no two pairs share a message)."""
+def replay_seed(secret: str, assignment: str, student: str, submission: str) -> int:
+    """The seed of the hidden cases of `student`'s `assignment` as submitted (`submission`:
+    the digest of its graded code): HMAC-SHA256 of "assignment NUL student NUL submission"
+    keyed by `secret`, mod 2**31 (a NUL is in no file name and no hex digest, so no two
+    triples share a message)."""
     if not secret:
         raise ValueError("the course secret is empty: no draw can be keyed by it")
-    message = f"{assignment}\0{student}".encode()
+    message = f"{assignment}\0{student}\0{submission}".encode()
     digest = hmac.new(secret.encode(), message, hashlib.sha256).digest()
     return int.from_bytes(digest[:8], "big") % SEED_RANGE
 
@@ -54,9 +59,8 @@ def course_secret(path: str | os.PathLike) -> str:
     return text
 
 
-def student_seed(root: str | os.PathLike, assignment: str, student: str, secret: str = "") -> int:
-    """The replay seed of `student`'s `assignment` in the course at `root`, keyed by
-    `secret` (nbgrader_config.py's GradeOutOfProcess.secret) or, when that is empty, by the
-    course's secret file, made the first time."""
-    return replay_seed(secret or course_secret(Path(root) / WORK / SECRET_FILE), assignment,
-                       student)
+def keyed_secret(root: str | os.PathLike, secret: str = "") -> str:
+    """The secret that keys the draws of the course at `root`: `secret` (nbgrader_config.py's
+    GradeOutOfProcess.secret) or, when that is empty, the course's secret file, made the
+    first time."""
+    return secret or course_secret(Path(root) / WORK / SECRET_FILE)

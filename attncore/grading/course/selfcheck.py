@@ -199,7 +199,7 @@ def report(assignment: str, grades: list, written: list = (), repairs: list[str]
     how = next((verdict.how for _, _, verdict in grades if verdict.how), "")
     lines = [f"{assignment}: {earned:g} / {total:g} automatic points, from every test the "
              f"course has for it (visible and hidden), run in a separate process",
-             *([f"({how}; --seed replays a draw)"] if how else []),
+             *([f"({how})"] if how else []),
              *(["", "The grader repaired your notebook's grading metadata (as autograde does; "
                     "this costs nothing):", *(f"- {repair}" for repair in repairs)]
                if repairs else []),

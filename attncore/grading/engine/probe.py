@@ -21,7 +21,18 @@ import numpy as np
 
 from . import diagnosis
 from .compare import same, several, tolerances  # noqa: F401 (the suites read them here)
-from .diagnosis.generic import NAN_OR_INF, ROUNDED, SCALED, SHAPE_OR_DTYPE, WRONG_ORDER, WRONG_VALUES, generic  # noqa: F401
+from .diagnosis.generic import (  # noqa: F401
+    NAN_OR_INF,
+    NOT_AN_ARRAY,
+    NOT_AN_ARRAY_FIX,
+    ROUNDED,
+    SCALED,
+    SHAPE_OR_DTYPE,
+    WRONG_ORDER,
+    WRONG_VALUES,
+    generic,
+    unreadable,
+)
 from .diagnosis.witness import STRICT_DETECTORS  # noqa: F401
 from .diagnosis.witness import guarded as detector_errors
 from .feedback import message
@@ -38,7 +49,7 @@ DID_NOT_FINISH = "did not finish"
 NOT_WRITTEN = "not written yet"
 FORBIDDEN = "called a function the exercise forbids"
 GENERIC = (INPUT_MODIFIED, SHAPE_OR_DTYPE, NAN_OR_INF, MATERIALISED, MEMORY_UNMEASURED, ROUNDED,
-           SCALED, WRONG_ORDER)
+           SCALED, WRONG_ORDER, NOT_AN_ARRAY)
 VISIBLE_SUITES = ("basic",)  # the cases a notebook shows; every other suite is hidden
 
 _DRAW = contextvars.ContextVar("draw", default=None)
@@ -296,8 +307,10 @@ def run_suite(spec, suite, call, seed=None, diagnose=True):
                 a, e, o = run(other, other_draw)
                 if o.stopped is not None:
                     break
-                found.append(diagnosis.Witness(other.description, a, e, o,
-                                               _failure(spec, other, a, o, e) is None))
+                other_failure = _failure(spec, other, a, o, e)
+                if other_failure is not None and other_failure.headline == NOT_AN_ARRAY:
+                    continue  # nothing a diagnosis can read
+                found.append(diagnosis.Witness(other.description, a, e, o, other_failure is None))
             return found
 
         if failure.text:
@@ -364,7 +377,8 @@ def recognise_error(spec, arguments, error_type, error_message):
 def _diagnose(spec, case, pristine, outcome, expected):
     """The Failure of a returned value, or None when it is right.
 
-    In order: inputs modified, nothing returned, right values in the wrong dtype, too much
+    In order: inputs modified, nothing returned, a value no comparison can read (a ragged
+    list, a dict: its own message, no diagnosis), right values in the wrong dtype, too much
     memory, then the catalogue of misconceptions, then a generic description (which the
     diagnosis replaces when it reads more in the error).
     """
@@ -378,6 +392,12 @@ def _diagnose(spec, case, pristine, outcome, expected):
                        "caller's arrays must be left as they were.")
     if got is None:
         return Failure("returned None", "", "end your function with `return` and the result.")
+    odd = unreadable(got, expected)
+    if odd is not None:  # no comparison, dtype check or diagnosis can read it: the learner's
+        return Failure(NOT_AN_ARRAY, odd, NOT_AN_ARRAY_FIX, "values", generic=True,
+                       show_values=False, text=message(spec.name, NOT_AN_ARRAY, case.description,
+                                                       pristine, detail=odd, fix=NOT_AN_ARRAY_FIX,
+                                                       show_values=False))
     correct = same(got, expected, spec.rtol)
     if correct and spec.result_dtype is not ResultDtype.ANY \
             and np.asarray(got).dtype != np.asarray(expected).dtype:

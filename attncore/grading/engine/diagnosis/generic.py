@@ -13,6 +13,47 @@ ROUNDED = "right values, rounded"
 SCALED = "right values times a constant factor"
 WRONG_ORDER = "results returned in the wrong order"
 WRONG_VALUES = "wrong values"
+NOT_AN_ARRAY = "returned something that is not an array of the expected shape"
+NOT_AN_ARRAY_FIX = ("return a NumPy array of numbers (or booleans, where the exercise says so) of "
+                    "the expected shape, with every row as long as the others, in every case: "
+                    "not a list of rows of different lengths, a dict or an object of your own.")
+
+
+def unreadable(got, expected):
+    """What got is, when no comparison can read it as the result expected (a ragged list,
+    a dict, a string, an object that NumPy cannot turn into an array of numbers or whose
+    conversion raises); None when it is an array of numbers or booleans (of any shape:
+    the comparison says what else is wrong), or several of them where several are due."""
+    if several(expected) and isinstance(got, (tuple, list)) and len(got) == len(expected):
+        return next(filter(None, (unreadable(g, e) for g, e in zip(got, expected))), None)
+    if several(expected):
+        return None  # not as many results: _generic_several says so
+    try:
+        with np.errstate(all="ignore"):
+            array = np.asarray(got)
+            if array.dtype.kind in "biufc":
+                return None
+        problem = f"NumPy reads it as an array of dtype {array.dtype}, not of numbers"
+    except Exception as error:  # the learner's value broke the conversion
+        problem = f"NumPy cannot read it as one array ({type(error).__name__}: {str(error)[:160]})"
+    return (f"Your function returned {seen(got)}: {problem}. The expected result is "
+            f"{_kind(np.asarray(expected))}.")
+
+
+def seen(value):
+    """The type of a value, and its length or shape where it has one, read without calling
+    any method of the learner's own (a repr or a len can raise)."""
+    kind = type(value)
+    if kind is np.ndarray:
+        return f"an array of shape {value.shape} and dtype {value.dtype}"
+    name = f"a {kind.__name__}" if kind in (list, tuple, dict, set, str, bytes, int, float,
+                                           complex, bool) else f"an object of type {kind.__name__}"
+    if kind in (list, tuple, dict, str):
+        lengths = sorted({len(item) for item in value if type(item) in (list, tuple)}) \
+            if kind in (list, tuple) else []
+        rows = f", rows of lengths {', '.join(map(str, lengths))}" if len(lengths) > 1 else ""
+        return f"{name} of {len(value)} item{'s' if len(value) != 1 else ''}{rows}"
+    return name
 
 
 def generic(got, expected):

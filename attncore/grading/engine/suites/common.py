@@ -45,6 +45,14 @@ def integers(seed, low, high, count):
 DRAWN = "sizes drawn when graded, so no table of fixed cases can answer them"
 
 
+def written_or_drawn(seed, written, draw):
+    """A hidden case's arguments: written() as the suite writes them, for a learner's own
+    check (no draw active), or, while the grade that counts draws (probe.drawing),
+    draw(rng) with rng = generator(seed): sizes, values and positions drawn when graded,
+    of the kind the case is about, so that no table of the written inputs answers them."""
+    return written() if drawn_with() is None else draw(generator(seed))
+
+
 def rows_of_different_scales(seed, t_q, t_k, dtype=np.float64):
     """Scores whose rows live at wildly different offsets: -1e4, 0, +1e4, ..."""
     (base,) = arrays(seed, (t_q, t_k), dtype=dtype)

@@ -25,6 +25,7 @@ from .common import (
     rows_of_different_scales,
     scale_misconception,
     softmax_misconceptions,
+    written_or_drawn,
 )
 
 ASSIGNMENT = "04-heads"
@@ -60,7 +61,49 @@ def _head_case(q_head, n_q, n_kv, what=""):
     g = n_q // n_kv
     text = f"query head {q_head} of {n_q}, over {n_kv} kv head{'s' if n_kv > 1 else ''} " \
            f"(groups of {g}){': ' + what if what else ''}"
-    return Case(text, lambda: {"q_head": q_head, "n_q_heads": n_q, "n_kv_heads": n_kv})
+    return Case(text, lambda: _heads(q_head, n_q, n_kv))
+
+
+def _heads(q_head, n_q, n_kv):
+    return {"q_head": int(q_head), "n_q_heads": int(n_q), "n_kv_heads": int(n_kv)}
+
+
+def _drawn_head_case(description, seed, written, draw):
+    """A hidden case whose heads are drawn when graded: written = (q_head, n_q, n_kv) for a
+    learner's own check, draw(rng) -> (q_head, n_q, n_kv) (common.written_or_drawn)."""
+    return Case(description, lambda: written_or_drawn(
+        seed, lambda: _heads(*written), lambda rng: _heads(*draw(rng))))
+
+
+def _multi_head(rng):
+    """A query head from 1 to n - 1 of n (2 to 16) query and kv heads."""
+    n = int(rng.integers(2, 17))
+    return int(rng.integers(1, n)), n, n
+
+
+def _multi_query(rng):
+    """The last query head of 3 to 64, over one kv head (of 2, round(1 / 2) would be 0)."""
+    n = int(rng.integers(3, 65))
+    return n - 1, n, 1
+
+
+def _first_of_a_later_group(rng):
+    """The first query head of a group past the first, groups of 2 to 4 over 3 to 8 kv heads,
+    drawn until the head's number mod n_kv and over n_kv both differ from its group."""
+    while True:
+        n_kv, group = int(rng.integers(3, 9)), int(rng.integers(2, 5))
+        q_head = group * int(rng.integers(1, n_kv))
+        if q_head // group not in (q_head % n_kv, q_head // n_kv):
+            return q_head, group * n_kv, n_kv
+
+
+def _llama_3_8b(rng):
+    """A query head one past the start of a group of Llama 3 8B's layout (32 query heads
+    over 8 kv heads), drawn until its number mod 8 differs from its group."""
+    while True:
+        q_head = 4 * int(rng.integers(1, 8)) + 1
+        if q_head % 8 != q_head // 4:
+            return q_head, 32, 8
 
 
 def _drawn_heads(seed):
@@ -120,10 +163,16 @@ KV_HEAD_CASES = {
                    lambda: {"q_head": (2, 5)[integers(34, 0, 1, 1)[0]], "n_q_heads": 8,
                             "n_kv_heads": 2})],
     "hidden": [
-        _head_case(3, 4, 4, "multi-head attention, one kv head per query head"),
-        _head_case(5, 6, 1, "multi-query attention, one kv head for all"),
-        _head_case(4, 6, 3),
-        _head_case(13, 32, 8, "the layout of Llama 3 8B"),
+        # Every hidden case draws its heads when graded, of the layout it is about.
+        _drawn_head_case("query head 1 to n - 1 of n = 2 to 16, over as many kv heads (groups "
+                         "of 1): multi-head attention, one kv head per query head", 81,
+                         (3, 4, 4), _multi_head),
+        _drawn_head_case("the last query head of 3 to 64, over 1 kv head: multi-query "
+                         "attention, one kv head for all", 82, (5, 6, 1), _multi_query),
+        _drawn_head_case("the first query head of a group past the first, groups of 2 to 4 "
+                         "over 3 to 8 kv heads", 83, (4, 6, 3), _first_of_a_later_group),
+        _drawn_head_case("a query head one past the start of its group, of 32 over 8 kv heads "
+                         "(groups of 4): the layout of Llama 3 8B", 84, (13, 32, 8), _llama_3_8b),
         Case(f"1 to 8 kv heads, groups of 1 to 8: {DRAWN}", lambda: _drawn_heads(16)),
     ],
 }
@@ -323,6 +372,22 @@ def _cache_case(description, n_layers, n_kv_heads, head_dim, seq_len, batch, byt
     return Case(description, lambda: dict(values))
 
 
+def _model_case(description, seed, layout, written, tokens, batches):
+    """A real model's cache: layout = (n_layers, n_kv_heads, head_dim, bytes_per_value), a
+    context of `tokens` (low, high) and a batch of `batches` (low, high) drawn when graded,
+    written = (seq_len, batch) for a learner's own check."""
+    n_layers, n_kv_heads, head_dim, bytes_per_value = layout
+
+    def sizes(seq_len, batch):
+        return dict(zip(PARAMETERS, (n_layers, n_kv_heads, head_dim, int(seq_len), int(batch),
+                                     bytes_per_value)))
+
+    return Case(description, lambda: written_or_drawn(
+        seed, lambda: sizes(*written),
+        lambda rng: sizes(rng.integers(tokens[0], tokens[1] + 1),
+                          rng.integers(batches[0], batches[1] + 1))))
+
+
 KV_CACHE_CASES = {
     "basic": [
         _cache_case("a toy model: 3 layers, 5 kv heads, head_dim 6, 7 tokens, batch 1, "
@@ -335,14 +400,19 @@ KV_CACHE_CASES = {
              lambda: dict(zip(PARAMETERS, integers(35, 2, 9, len(PARAMETERS))))),
     ],
     "hidden": [
-        _cache_case("Llama 2 7B (multi-head): 32 layers, 32 kv heads, head_dim 128, 4096 tokens, "
-                    "batch 1, fp16", 32, 32, 128, 4096, 1, 2),
-        _cache_case("Llama 3 8B (GQA): 32 layers, 8 kv heads, head_dim 128, 8192 tokens, "
-                    "batch 1, fp16", 32, 8, 128, 8192, 1, 2),
-        _cache_case("Mistral 7B (GQA): 32 layers, 8 kv heads, head_dim 128, 4096 tokens, "
-                    "batch 8, fp16", 32, 8, 128, 4096, 8, 2),
-        _cache_case("Llama 2 70B (GQA): 80 layers, 8 kv heads, head_dim 128, 4096 tokens, "
-                    "batch 4, fp8", 80, 8, 128, 4096, 4, 1),
+        # A context and a batch drawn when graded; Llama 2 7B's cache is 2**31 bytes or more
+        # in every draw (an int32 product wraps around).
+        _model_case("Llama 2 7B (multi-head): 32 layers, 32 kv heads, head_dim 128, fp16, "
+                    "2048 to 4096 tokens, batch 1 to 8, at least 4096 tokens in all", 85,
+                    (32, 32, 128, 2), (4096, 1), (2048, 4096), (2, 8)),
+        _model_case("Llama 3 8B (GQA): 32 layers, 8 kv heads, head_dim 128, fp16, 4096 to "
+                    "8192 tokens, batch 1 to 4", 86, (32, 8, 128, 2), (8192, 1), (4096, 8192),
+                    (1, 4)),
+        _model_case("Mistral 7B (GQA): 32 layers, 8 kv heads, head_dim 128, fp16, 2048 to 4096 "
+                    "tokens, batch 4 to 16", 87, (32, 8, 128, 2), (4096, 8), (2048, 4096),
+                    (4, 16)),
+        _model_case("Llama 2 70B (GQA): 80 layers, 8 kv heads, head_dim 128, fp8, 2048 to 4096 "
+                    "tokens, batch 2 to 8", 88, (80, 8, 128, 1), (4096, 4), (2048, 4096), (2, 8)),
         Case(f"a made-up model, every size from 1 to 99: {DRAWN}",
              lambda: dict(zip(PARAMETERS, integers(17, 1, 99, len(PARAMETERS))))),
     ],

@@ -39,6 +39,7 @@ from .common import (
     arrays,
     closer_rows,
     exp2_softmax,
+    generator,
     global_max_softmax,
     integers,
     max_without_keepdims,
@@ -51,6 +52,7 @@ from .common import (
     two_d_only,
     whole_array_softmax,
     whole_sum_softmax,
+    written_or_drawn,
 )
 
 ASSIGNMENT = "02-simplex"
@@ -64,7 +66,7 @@ def scores(seed, *shape, **kw):
 
 def mostly_negative(seed, t, n):
     """Scores between -560 and -540: exp of them is tiny (~1e-240) but a normal float64."""
-    rng = np.random.default_rng(seed)
+    rng = generator(seed)
     return {"scores": rng.uniform(-560.0, -540.0, size=(t, n))}
 
 
@@ -178,16 +180,129 @@ def dyadic_rows_3d():
     return {"W": np.stack([base, base[::-1, ::-1]])}
 
 
+def _binary_fractions(rng, n):
+    """n powers of 2 that sum to exactly 1, in a drawn order: 1 cut in halves n - 1 times,
+    each time a drawn part."""
+    parts = [1.0]
+    for _ in range(n - 1):
+        at = int(rng.integers(len(parts)))
+        parts[at] /= 2
+        parts.append(parts[at])
+    return rng.permutation(parts)
+
+
+def _binary_rows(rng, *shape):
+    """Rows of shape[-1] binary fractions (_binary_fractions), every sum exactly 1."""
+    rows = [_binary_fractions(rng, shape[-1]) for _ in range(int(np.prod(shape[:-1])))]
+    return np.reshape(rows, shape)
+
+
+def _some_rows(rng, most=4):
+    """(t, n): 2 to `most` rows of 3 to 5 entries."""
+    return int(rng.integers(2, most + 1)), int(rng.integers(3, 6))
+
+
+def _place(rng, W):
+    """A drawn row and a drawn entry of it, as an index of W."""
+    return tuple(int(rng.integers(size)) for size in W.shape)
+
+
+def _rows_3d(rng):
+    """(2 to 3, 2 to 4, 3 to 5) rows of binary fractions, drawn until no other axis sums
+    to 1 everywhere."""
+    shape = (int(rng.integers(2, 4)), int(rng.integers(2, 5)), int(rng.integers(3, 6)))
+    while True:
+        W = _binary_rows(rng, *shape)
+        if not any(np.allclose(W.sum(axis=axis), 1) for axis in (0, 1)):
+            return {"W": W}
+
+
+def _hundredths(rng, n):
+    """n positive hundredths that add up to 1 in decimal (k_i / 100, the k_i >= 1 summing
+    to 100)."""
+    cuts = np.sort(rng.choice(np.arange(1, 100), n - 1, replace=False))
+    return np.diff(np.concatenate([[0], cuts, [100]])) / 100
+
+
+def _rotations(rng, off=0.0, dtype=np.float64, inexact=False, n=None, **extra):
+    """A circulant of n (3 to 5, drawn) hundredths (each row the first rotated: rows and
+    columns all sum to the same), the last one plus off; inexact: drawn until some row's
+    sum in floating point is not exactly 1."""
+    n = n or int(rng.integers(3, 6))
+    while True:
+        first = _hundredths(rng, n)
+        first[-1] += off
+        W = np.stack([np.roll(first, shift) for shift in range(n)]).astype(dtype)
+        if not inexact or np.any(W.sum(axis=-1) != 1):
+            return {"W": W, **extra}
+
+
+def _off_within_atol(rng):
+    """Rotations of n hundredths (_rotations), given an atol from 1e-3 to 5e-3, off by 0.3
+    to 0.9 of atol / n: within atol, and all n rows together too."""
+    atol, n = _atol_from(rng, 1e-3, 5e-3), int(rng.integers(3, 6))
+    return _rotations(rng, off=atol * rng.uniform(0.3, 0.9) / n, n=n, atol=atol)
+
+
+def _one_entry_rows(rng):
+    """2 to 10 rows of one entry: 1, but one drawn row at 1 - k eps (float64), k from 4.5
+    to 7.5 in steps of 1/2 (the spacing of floats below 1). The total of all entries is
+    within 8 eps of the number of rows, however it is added up."""
+    W = np.ones((int(rng.integers(2, 11)), 1))
+    W[int(rng.integers(len(W))), 0] -= rng.integers(9, 16) / 2 * np.finfo(np.float64).eps
+    return {"W": W}
+
+
+def _long_float32_rows(rng):
+    """2 to 3 float32 rows of 600 to 1200 positive entries, summing to 1 + 2e-5 to 2e-4,
+    the next to 1 minus that, and so on."""
+    t, n = int(rng.integers(2, 4)), int(rng.integers(600, 1201))
+    W = rng.uniform(0.5, 1.5, (t, n))
+    W /= W.sum(axis=-1, keepdims=True)
+    off = 10 ** rng.uniform(np.log10(2e-5), np.log10(2e-4), (t, 1))
+    return {"W": (W * (1 + off * (-1) ** np.arange(t)[:, None])).astype(np.float32)}
+
+
+def _raised(rng, low, high, atol=None, one_hot=False):
+    """Rows of binary fractions (a drawn one one-hot: one_hot), a drawn entry of a drawn row
+    raised by a log-uniform amount from low to high times atol (times 1 when atol is None)."""
+    W = _binary_rows(rng, *_some_rows(rng))
+    row = int(rng.integers(len(W)))
+    if one_hot:
+        W[row] = np.eye(W.shape[-1])[int(rng.integers(W.shape[-1]))]
+    at = int(np.argmax(W[row])) if one_hot else int(rng.integers(W.shape[-1]))
+    W[row, at] += 10 ** rng.uniform(np.log10(low), np.log10(high)) * (atol or 1.0)
+    return {"W": W} if atol is None else {"W": W, "atol": atol}
+
+
+def _with_entry(rng, value, one_row=False):
+    """2 to 6 rows of 4 to 8 binary fractions with `value` (NaN, inf) at a drawn entry, or in
+    every entry of a drawn row (one_row)."""
+    W = _binary_rows(rng, int(rng.integers(2, 7)), int(rng.integers(4, 9)))
+    row, at = _place(rng, W)
+    W[row, slice(None) if one_row else at] = value
+    return {"W": W}
+
+
+def _atol_from(rng, low, high):
+    """A log-uniform atol from low to high."""
+    return float(10 ** rng.uniform(np.log10(low), np.log10(high)))
+
+
 def _negative_entry(seed):
     """A softmax of 2 to 6 rows of 2 to 6 scores where one row moves 0.05 plus an entry's
-    weight to its neighbour: every row still sums to 1, one entry is -0.05."""
-    t_q, t_k = integers(seed, 2, 6, 2)
-    (x,) = arrays(seed, (t_q, t_k))
-    W = attncore.softmax(x)
-    i, j = integers(seed + 1, 0, t_q - 1, 1)[0], integers(seed + 2, 0, t_k - 2, 1)[0]
-    W[i, j + 1] += W[i, j] + 0.05
-    W[i, j] = -0.05
-    return {"W": W}
+    weight to its neighbour: every row still sums to 1, one entry is -0.05, none is above 1
+    (drawn again until so: only the negative entry makes it wrong)."""
+    for tried in range(seed, seed + 300, 3):
+        t_q, t_k = integers(tried, 2, 6, 2)
+        (x,) = arrays(tried, (t_q, t_k))
+        W = attncore.softmax(x)
+        i, j = integers(tried + 1, 0, t_q - 1, 1)[0], integers(tried + 2, 0, t_k - 2, 1)[0]
+        W[i, j + 1] += W[i, j] + 0.05
+        W[i, j] = -0.05
+        if W.max() <= 1:
+            return {"W": W}
+    raise AssertionError("no draw of a negative entry kept every other entry <= 1")
 
 
 def _dyadic_rows(seed, doubled=False):
@@ -232,6 +347,19 @@ def long_float32_rows():
     return {"W": rows.astype(np.float32)}
 
 
+def _case(description, seed, written, draw):
+    """A hidden case of is_row_stochastic: written() for a learner's own check, draw(rng)
+    when graded (common.written_or_drawn)."""
+    return Case(description, lambda: written_or_drawn(seed, written, draw))
+
+
+def _permutation(rng):
+    """A permutation of the n x n identity, n from 2 to 9: one-hot rows and columns."""
+    n = int(rng.integers(2, 10))
+    return {"W": np.eye(n)[rng.permutation(n)]}
+
+
+EPS = np.finfo(np.float64).eps
 ROW_CASES = {
     "basic": [
         Case("2 x 3, every row sums to 1, the columns do not (expected True)",
@@ -245,46 +373,68 @@ ROW_CASES = {
         Case(f"the same kind of rows, one of them doubled so that it sums to 2, {DRAWN} "
              f"(expected False)", lambda: _dyadic_rows(26, doubled=True)),
     ],
+    # Every hidden case draws its sizes, values and places when graded (written_or_drawn).
     "hidden": [
-        Case("one row of 4, as a (1, 4) array (expected True)",
-             lambda: _w([[0.125, 0.5, 0.25, 0.125]])),
-        Case("3-D (2, 3, 4): rows of exact binary fractions (expected True)", dyadic_rows_3d),
-        Case("float64 rows of 0.1, 0.2, 0.7: one sums to 1 - 1.1e-16 in floating point, "
-             "default atol (expected True)", lambda: circulant(0.1, 0.2, 0.7)),
-        Case("one-hot rows: entries exactly 0 and 1 are allowed (expected True)",
-             lambda: _w([[0.0, 1.0, 0.0], [1.0, 0.0, 0.0], [0.0, 0.0, 1.0]])),
-        Case("float64 rows whose sums differ from 1 by 3e-10, default atol: far more than "
-             "float64 rounding explains (expected False)",
-             lambda: circulant(0.3, 0.3, 0.4 + 3e-10)),
-        Case("float32 rows whose sums differ from 1 by about 2e-7, default atol (expected True)",
-             lambda: circulant(0.3, 0.3, 0.4 + 2e-7, dtype=np.float32)),
-        Case("float32 rows of 1000 entries whose sums differ from 1 by 1e-4, default atol "
-             "4 n eps = 4.8e-4 (expected True)", long_float32_rows),
-        Case("rows of one entry, 1 - 6 eps (float64), default atol: the slack for n = 1 is the "
-             "floor 8 eps, not 4 n eps (expected True)",
-             lambda: _w([[1 - 6 * np.finfo(np.float64).eps], [1.0]])),
+        _case("one row of 3 to 10 binary fractions (powers of 2 that sum to exactly 1), as a "
+              "(1, n) array (expected True)", 41, lambda: _w([[0.125, 0.5, 0.25, 0.125]]),
+              lambda rng: {"W": _binary_rows(rng, 1, int(rng.integers(3, 11)))}),
+        _case("3-D (2 to 3, 2 to 4, 3 to 5): rows of exact binary fractions, no other axis sums "
+              "to 1 (expected True)", 42, dyadic_rows_3d, _rows_3d),
+        _case("float64 rows of hundredths (such as 0.1, 0.2, 0.7) that add up to 1 in decimal, "
+              "one or more not exactly in floating point, default atol (expected True)",
+              43, lambda: circulant(0.1, 0.2, 0.7), lambda rng: _rotations(rng, inexact=True)),
+        _case("one-hot rows, a permutation of the n x n identity (n from 2 to 9): entries "
+              "exactly 0 and 1 are allowed (expected True)", 44,
+              lambda: _w([[0.0, 1.0, 0.0], [1.0, 0.0, 0.0], [0.0, 0.0, 1.0]]), _permutation),
+        _case("float64 rows whose sums differ from 1 by 1e-10 to 5e-9, default atol: far more "
+              "than float64 rounding explains (expected False)", 45,
+              lambda: circulant(0.3, 0.3, 0.4 + 3e-10),
+              lambda rng: _rotations(rng, off=_atol_from(rng, 1e-10, 5e-9))),
+        _case("float32 rows whose sums differ from 1 by about 1e-7 to 4e-7, default atol "
+              "(expected True)", 46, lambda: circulant(0.3, 0.3, 0.4 + 2e-7, dtype=np.float32),
+              lambda rng: _rotations(rng, off=_atol_from(rng, 1e-7, 4e-7), dtype=np.float32,
+                                     inexact=True)),
+        _case("float32 rows of 600 to 1200 entries whose sums differ from 1 by 2e-5 to 2e-4, "
+              "default atol 4 n eps >= 2.9e-4 (expected True)", 47, long_float32_rows,
+              _long_float32_rows),
+        _case("2 to 10 rows of one entry, 1 and, in one of them, 1 - 4.5 eps to 1 - 7.5 eps "
+              "(float64), default atol: the slack for n = 1 is the floor 8 eps, not 4 n eps "
+              "(expected True)", 48,
+              lambda: _w([[1 - 6 * EPS], [1.0]]), _one_entry_rows),
         Case("a float32 softmax, 4 rows of 50, default atol (expected True)",
              float32_softmax_rows),
-        Case("one row sums to 1.001, default atol (expected False)",
-             lambda: _w([[0.5, 0.25, 0.25], [0.501, 0.25, 0.25]])),
+        _case("one row sums to 1.0005 to 1.005, an entry raised, default atol (expected False)",
+              49, lambda: _w([[0.5, 0.25, 0.25], [0.501, 0.25, 0.25]]),
+              lambda rng: _raised(rng, 5e-4, 5e-3)),
         Case(f"hundreds of float32 rows of 3, one summing to 1 + 1e-4, default atol: the slack "
              f"is for rows of n = 3, 8 eps = 9.5e-7 ({DRAWN}; expected False)",
              lambda: _many_short_rows(23)),
     ],
     "edge": [
-        Case("a 1-D array: a single row (expected True)", lambda: _w([0.25, 0.25, 0.5])),
-        Case("a row of NaN (expected False)",
-             lambda: _w([[0.5, 0.5, 0.0], [np.nan, np.nan, np.nan]])),
-        Case("a row with one NaN entry (expected False)",
-             lambda: _w([[0.5, np.nan, 0.5], [0.25, 0.25, 0.5]])),
-        Case("atol = 1e-3 and row sums off by 1e-4 (expected True)",
-             lambda: circulant(0.5, 0.25, 0.2501, atol=1e-3)),
-        Case("atol = 1e-10 and a row sum off by 1e-8 (expected False)",
-             lambda: _w([[0.5, 0.25, 0.25], [0.5, 0.25, 0.25000001]], atol=1e-10)),
-        Case("atol = 1e-3 and an entry 1.0005: the sum is within atol, the entry is above 1 "
-             "(expected False)", lambda: _w([[1.0005, 0.0, 0.0], [0.5, 0.5, 0.0]], atol=1e-3)),
-        Case("an entry +inf (expected False)",
-             lambda: _w([[np.inf, 0.0, 0.0], [0.5, 0.5, 0.0]])),
+        _case("a 1-D array: a single row of 5 to 16 binary fractions (expected True)", 51,
+              lambda: _w([0.25, 0.25, 0.5]),
+              lambda rng: {"W": _binary_fractions(rng, int(rng.integers(5, 17)))}),
+        _case("a row of NaN, in a drawn place (expected False)", 52,
+              lambda: _w([[0.5, 0.5, 0.0], [np.nan, np.nan, np.nan]]),
+              lambda rng: _with_entry(rng, np.nan, one_row=True)),
+        _case("a row with one NaN entry, in a drawn place (expected False)", 53,
+              lambda: _w([[0.5, np.nan, 0.5], [0.25, 0.25, 0.5]]),
+              lambda rng: _with_entry(rng, np.nan)),
+        _case("atol from 1e-3 to 5e-3 given, and rows of n entries whose sums are off by "
+              "0.3 to 0.9 of atol / n (expected True)", 54, lambda: circulant(0.5, 0.25, 0.2501, atol=1e-3),
+              _off_within_atol),
+        _case("atol from 1e-12 to 1e-10 given, and a row sum off by 20 to 100 times it "
+              "(expected False)", 55,
+              lambda: _w([[0.5, 0.25, 0.25], [0.5, 0.25, 0.25000001]], atol=1e-10),
+              lambda rng: _raised(rng, 20, 100, atol=_atol_from(rng, 1e-12, 1e-10))),
+        _case("atol from 5e-4 to 5e-3 given, and an entry 1 plus a tenth to a half of it in a "
+              "one-hot row: the sum is within atol, the entry is above 1 (expected False)", 56,
+              lambda: _w([[1.0005, 0.0, 0.0], [0.5, 0.5, 0.0]], atol=1e-3),
+              lambda rng: _raised(rng, 0.1, 0.5, atol=_atol_from(rng, 5e-4, 5e-3),
+                                  one_hot=True)),
+        _case("an entry +inf, in a drawn place (expected False)", 57,
+              lambda: _w([[np.inf, 0.0, 0.0], [0.5, 0.5, 0.0]]),
+              lambda rng: _with_entry(rng, np.inf)),
         Case(f"rows that sum to 1 with one entry -0.05 ({DRAWN}; expected False)",
              lambda: _negative_entry(22)),
         Case(f"atol = 0 given explicitly and a row summing to 1 + 8.9e-16 ({DRAWN}; expected "

@@ -21,6 +21,7 @@ from .common import (
     rows_of_different_scales,
     score_rows,
     two_d_only,
+    written_or_drawn,
 )
 
 ASSIGNMENT = "06-variants"
@@ -34,6 +35,40 @@ def given(rows, dtype=np.float64):
     return {"x": np.array(rows, dtype=dtype)}
 
 
+def _repeated(rng, n):
+    """n (3 or more) scores of 2 drawn values in a drawn order, one at least twice."""
+    low, high = rng.normal(0.0, 1.5, 2)
+    return np.where(rng.permutation(n) % 2 == 0, low, high)
+
+
+def _ties_softmax_one(rng):
+    """3 to 6 keys: a row of one score from 0.5 to 3, a row of zeros, a row of repeated
+    scores (_repeated)."""
+    n = int(rng.integers(3, 7))
+    return {"x": np.stack([np.full(n, rng.uniform(0.5, 3.0)), np.zeros(n), _repeated(rng, n)])}
+
+
+def _ties_sparsemax(rng):
+    """4 to 6 keys: two tied top scores and the rest 1.2 to 3 below (the two share the
+    weight); a row of one score (uniform); all tied but one, 1.5 to 4 below (left out);
+    the places drawn."""
+    n = int(rng.integers(4, 7))
+    top = rng.uniform(-1.0, 3.0, 3)
+    pair = np.concatenate([[top[0], top[0]], top[0] - rng.uniform(1.2, 3.0, n - 2)])
+    lone = np.concatenate([np.full(n - 1, top[2]), [top[2] - rng.uniform(1.5, 4.0)]])
+    return {"x": np.stack([rng.permutation(pair), np.full(n, top[1]), rng.permutation(lone)])}
+
+
+def _one_hot_rows(rng):
+    """2 to 3 rows of 4 to 6 scores, one in a drawn place of each row 1.2 to 5 above all
+    the others: sparsemax gives it all the weight."""
+    t, n = int(rng.integers(2, 4)), int(rng.integers(4, 7))
+    x = rng.normal(0.0, 0.5, (t, n))
+    for row in x:
+        row[rng.integers(n)] = row.max() + rng.uniform(1.2, 5.0)
+    return {"x": x}
+
+
 # ------------------------------------------------------------ softmax_one
 
 SOFTMAX_ONE_CASES = {
@@ -44,8 +79,10 @@ SOFTMAX_ONE_CASES = {
         Case("3-D input (2, 3, 4)", lambda: scores(2, 2, 3, 4, scale=1.5)),
         Case("a single column (n = 1): the weight is exp(x) / (1 + exp(x))",
              lambda: scores(3, 3, 1, scale=2.0)),
-        Case("ties: a row of equal scores and a row of zeros (each weight 1 / (1 + n) there)",
-             lambda: given([[2.0, 2.0, 2.0, 2.0], [0.0, 0.0, 0.0, 0.0], [1.0, -1.0, 1.0, 0.5]])),
+        Case("ties, 3 to 6 keys: a row of equal scores, a row of zeros (each weight "
+             "1 / (1 + n) there) and a row of repeated scores", lambda: written_or_drawn(
+                 91, lambda: given([[2.0, 2.0, 2.0, 2.0], [0.0, 0.0, 0.0, 0.0],
+                                    [1.0, -1.0, 1.0, 0.5]]), _ties_softmax_one)),
         Case("float32 scores, shape (3, 5): the result must stay float32",
              lambda: scores(4, 3, 5, dtype=np.float32, scale=1.5)),
     ],
@@ -201,12 +238,16 @@ SPARSEMAX_CASES = {
     "hidden": [
         Case("3-D input (2, 3, 4)", lambda: scores(11, 2, 3, 4, scale=0.8)),
         Case("a single column (n = 1): the weight is exactly 1", lambda: scores(12, 3, 1)),
-        Case("ties: equal scores share the weight equally, and a row of equal scores is uniform",
-             lambda: given([[2.0, 2.0, 0.5, 1.0], [1.0, 1.0, 1.0, 1.0], [0.3, 3.0, 3.0, 3.0]])),
+        Case("ties, 4 to 6 keys: equal scores share the weight equally, and a row of equal "
+             "scores is uniform", lambda: written_or_drawn(
+                 92, lambda: given([[2.0, 2.0, 0.5, 1.0], [1.0, 1.0, 1.0, 1.0],
+                                    [0.3, 3.0, 3.0, 3.0]]), _ties_sparsemax)),
         Case("scores close together: every key keeps some weight (full support)",
              lambda: scores(13, 2, 5, scale=0.1)),
-        Case("one score far above the rest: a one-hot row",
-             lambda: given([[5.0, 0.2, 0.1, -1.0], [0.0, 0.3, 2.0, 0.25]])),
+        Case("one score 1.2 or more above the rest, in a drawn place: a one-hot row",
+             lambda: written_or_drawn(93, lambda: given([[5.0, 0.2, 0.1, -1.0],
+                                                         [0.0, 0.3, 2.0, 0.25]]),
+                                      _one_hot_rows)),
         Case("float32 scores, shape (3, 5): the result must stay float32",
              lambda: scores(14, 3, 5, dtype=np.float32, scale=0.8)),
     ],

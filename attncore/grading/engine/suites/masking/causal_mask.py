@@ -7,7 +7,7 @@ from attncore import masks
 
 from ... import stand_ins
 from ...probe import SHAPE_OR_DTYPE, Case, FunctionSpec, Misconception
-from ..common import DRAWN, integers
+from ..common import DRAWN, integers, written_or_drawn
 from .shared import FORBIDDEN, INVERTED, INVERTED_FIX, NEGATIVE_SLICE, OFF_BY_ONE, shape_fix, shape_or_dtype
 
 TOP_LEFT = "top-left instead of bottom-right causal alignment"
@@ -107,17 +107,42 @@ CAUSAL_CASES = {
         Case(f"t queries and t keys, t from 2 to 6: square, {DRAWN}",
              lambda: dict.fromkeys(("t_q", "t_k"), integers(31, 2, 6, 1)[0])),
     ],
+    # Every hidden case draws its sizes when graded (written_or_drawn), of the kind it is about.
     "hidden": [
         # (4, 7) before (1, 5): on (1, 5) several mistakes give the same all-False row
-        Case("4 queries, 7 keys", lambda: {"t_q": 4, "t_k": 7}),
-        Case("1 query, 5 keys: one decoding step with a KV cache", lambda: {"t_q": 1, "t_k": 5}),
-        Case("5 queries, 3 keys: more queries than keys, so the first 2 queries see nothing",
-             lambda: {"t_q": 5, "t_k": 3}),
-        Case("1 query, 1 key", lambda: {"t_q": 1, "t_k": 1}),
+        Case("4 to 7 queries and from 3 more keys to one fewer than twice as many (4 and 7 "
+             "as written)", lambda: written_or_drawn(
+                 61, lambda: {"t_q": 4, "t_k": 7}, lambda rng: _more_keys(rng))),
+        Case("1 query and 3 to 9 keys: one decoding step with a KV cache", lambda: written_or_drawn(
+             62, lambda: {"t_q": 1, "t_k": 5}, lambda rng: {"t_q": 1, "t_k": _int(rng, 3, 9)})),
+        Case("3 to 5 keys and at least 2 more queries, up to 9: more queries than keys, so the "
+             "first t_q - t_k queries see nothing", lambda: written_or_drawn(
+                 63, lambda: {"t_q": 5, "t_k": 3}, lambda rng: _more_queries(rng))),
+        Case("a single key and 1 to 16 queries: only the last query sees it", lambda: written_or_drawn(
+             64, lambda: {"t_q": 1, "t_k": 1}, lambda rng: {"t_q": _int(rng, 1, 16), "t_k": 1})),
         Case(f"1 to 9 queries and keys: {DRAWN}",
              lambda: dict(zip(("t_q", "t_k"), integers(13, 1, 9, 2)))),
     ],
 }
+
+
+def _int(rng, low, high):
+    """A drawn int from low to high, both included."""
+    return int(rng.integers(low, high + 1))
+
+
+def _more_keys(rng):
+    """t_q from 4 to 7 queries and t_k from t_q + 3 to 2 t_q - 1 keys: every mistake's
+    diagonal (off by one, top-left, the wrong sign) cuts the mask somewhere else."""
+    t_q = _int(rng, 4, 7)
+    return {"t_q": t_q, "t_k": _int(rng, t_q + 3, 2 * t_q - 1)}
+
+
+def _more_queries(rng):
+    """t_k from 3 to 5 keys and t_q from t_k + 2 to 9 queries (with 2 keys a top-left mask
+    shifted by one is all True)."""
+    t_k = _int(rng, 3, 5)
+    return {"t_q": _int(rng, t_k + 2, 9), "t_k": t_k}
 
 CAUSAL_MISCONCEPTIONS = [
     Misconception(SHAPE_OR_DTYPE, shape_fix("(t_q, t_k)"),

@@ -6,7 +6,7 @@ from attncore import masks
 
 from ... import stand_ins
 from ...probe import SHAPE_OR_DTYPE, Case, FunctionSpec, Misconception
-from ..common import DRAWN, integers
+from ..common import DRAWN, integers, written_or_drawn
 from .shared import FORBIDDEN, INVERTED, INVERTED_FIX, shape_fix, shape_or_dtype
 
 QUERY_PADDING = "padding mask on queries instead of keys"
@@ -52,6 +52,20 @@ def _drawn_lengths(seed, shortest=0, longest=0, sequences=(2, 5), keys=(1, 9)):
     return {"lengths": _lengths(*integers(seed + 2, shortest, t_k + longest, batch)), "t_k": t_k}
 
 
+def _full_and_empty(rng):
+    """lengths of 3 to 5 sequences of t_k (3 to 9) keys: one t_k, one 0, the others from 1
+    to t_k - 1, in a drawn order."""
+    t_k = int(rng.integers(3, 10))
+    inside = rng.integers(1, t_k, int(rng.integers(1, 4)))
+    return {"lengths": rng.permutation(np.concatenate([[t_k, 0], inside])), "t_k": t_k}
+
+
+def _one_int32_length(rng):
+    """One sequence of t_k (3 to 9) keys, its length from 1 to t_k - 1, as int32."""
+    t_k = int(rng.integers(3, 10))
+    return {"lengths": _lengths(int(rng.integers(1, t_k)), dtype=np.int32), "t_k": t_k}
+
+
 PADDING_OFF_BY_ONE_VARIANTS = (
     lambda lengths, t_k: np.arange(t_k)[None, None, :] <= np.asarray(lengths)[:, None, None],
     lambda lengths, t_k: np.arange(t_k)[None, None, :] < np.asarray(lengths)[:, None, None] - 1,
@@ -65,10 +79,12 @@ PADDING_CASES = {
              lambda: _drawn_lengths(32, shortest=1, longest=-1, sequences=(2, 2), keys=(3, 6))),
     ],
     "hidden": [
-        Case("3 sequences, lengths [2, 4, 0], t_k = 4: one full, one empty",
-             lambda: {"lengths": _lengths(2, 4, 0), "t_k": 4}),
-        Case("1 sequence, lengths [5] as int32, t_k = 7",
-             lambda: {"lengths": _lengths(5, dtype=np.int32), "t_k": 7}),
+        Case("3 to 5 sequences of t_k from 3 to 9 keys, one full, one empty, the others in "
+             "between, in a drawn order", lambda: written_or_drawn(
+                 65, lambda: {"lengths": _lengths(2, 4, 0), "t_k": 4}, _full_and_empty)),
+        Case("1 sequence, its length (1 to t_k - 1) as int32, t_k from 3 to 9",
+             lambda: written_or_drawn(66, lambda: {"lengths": _lengths(5, dtype=np.int32), "t_k": 7},
+                                      _one_int32_length)),
         Case(f"2 to 5 sequences, t_k from 1 to 9: {DRAWN}", lambda: _drawn_lengths(14)),
     ],
 }

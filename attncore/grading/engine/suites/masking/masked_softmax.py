@@ -23,6 +23,7 @@ from ..common import (
     closer_rows,
     rounded_rows,
     two_d_only,
+    written_or_drawn,
 )
 from .masked_softmax_detectors import (
     fully_masked_detect,
@@ -122,6 +123,65 @@ def _beyond_1e9():
     return scores_and_mask(s, mask)
 
 
+def _allowed(rng, t_q, t_k):
+    """A drawn (t_q, t_k) mask where each row allows 1 to t_k - 1 keys: some blocked, none
+    fully."""
+    mask = np.zeros((t_q, t_k), dtype=bool)
+    for row in mask:
+        row[rng.choice(t_k, int(rng.integers(1, t_k)), replace=False)] = True
+    return mask
+
+
+def _drawn_decoding_step(rng):
+    """1 query, 4 to 8 keys, 2 of them (drawn) blocked."""
+    t_k = int(rng.integers(4, 9))
+    mask = np.ones((1, t_k), dtype=bool)
+    mask[0, rng.choice(t_k, 2, replace=False)] = False
+    return scores_and_mask(rng.standard_normal((1, t_k)) * 1.2, mask)
+
+
+def _drawn_near_minus_1e4(rng):
+    """2 to 3 queries, 4 to 6 keys, scores -1e4 + N(0, 1.5), a drawn mask (_allowed)."""
+    shape = (int(rng.integers(2, 4)), int(rng.integers(4, 7)))
+    return scores_and_mask(-1e4 + 1.5 * rng.standard_normal(shape), _allowed(rng, *shape))
+
+
+def _drawn_rows_at_offsets(rng):
+    """4 rows of 4 to 6 keys at offsets -50, 0, +1e4, -1e4 in a drawn order, a drawn mask."""
+    t_k = int(rng.integers(4, 7))
+    offsets = rng.permutation([-50.0, 0.0, 1e4, -1e4])[:, None]
+    return scores_and_mask(rng.standard_normal((4, t_k)) + offsets, _allowed(rng, 4, t_k))
+
+
+def _drawn_dominant_blocked_key(rng):
+    """3 rows of 4 to 6 keys; in the first two a drawn blocked key scores 11000 to 13000,
+    the last row allows every key."""
+    t_k = int(rng.integers(4, 7))
+    s, mask = rng.standard_normal((3, t_k)), np.ones((3, t_k), dtype=bool)
+    mask[:2] = _allowed(rng, 2, t_k)
+    for row in range(2):
+        s[row, rng.choice(np.flatnonzero(~mask[row]))] = rng.uniform(11000.0, 13000.0)
+    return scores_and_mask(s, mask)
+
+
+def _drawn_beyond_1e9(rng):
+    """3 rows of 4 to 6 keys and a drawn mask: the first row's scores lowered by 2.5e9 to
+    3.5e9, a drawn blocked key of the second scoring as much above 0."""
+    t_k = int(rng.integers(4, 7))
+    s, mask = rng.standard_normal((3, t_k)), _allowed(rng, 3, t_k)
+    s[0] -= rng.uniform(2.5e9, 3.5e9)
+    s[1, rng.choice(np.flatnonzero(~mask[1]))] = rng.uniform(2.5e9, 3.5e9)
+    return scores_and_mask(s, mask)
+
+
+def _drawn_float32_near_1000(rng):
+    """float32 scores 1000 + N(0, 3), 2 to 4 queries, 1 to 3 more keys, bottom-right causal."""
+    t_q = int(rng.integers(2, 5))
+    t_k = t_q + int(rng.integers(1, 4))
+    return scores_and_mask(1000.0 + 3.0 * rng.standard_normal((t_q, t_k)),
+                           masks.causal(t_q, t_k, causal="bottom_right"), np.float32)
+
+
 def _float32_near_1000():
     """float32 scores around +1000, every row at the same level: exp overflows, a max does not."""
     (s,) = arrays(13, (3, 5), scale=3.0)
@@ -137,7 +197,8 @@ SOFTMAX_CASES = {
     ],
     "hidden": [
         Case("bottom-right causal mask (3, 5), mixed-sign scores", lambda: _causal_scores(2, 3, 5)),
-        Case("1 query, 5 keys: a decoding step, 2 keys blocked", _decoding_step),
+        Case("1 query, 4 to 8 keys: a decoding step, 2 keys blocked",
+             lambda: written_or_drawn(71, _decoding_step, _drawn_decoding_step)),
         Case("scores (B, H, T_q, T_k) = (2, 2, 3, 4) with one (3, 4) causal mask for all",
              lambda: _heads_shared_mask(3)),
         Case("float32, 4 queries, 6 keys, each query sees its 3 most recent keys",
@@ -150,13 +211,17 @@ SOFTMAX_CASES = {
              lambda: _batch_with_padding(6, [0, 3], 3, 4, np.float32, shift=0.0)),
     ],
     "extreme": [
-        Case("float32 scores around +1000, bottom-right causal (3, 5)", _float32_near_1000),
-        Case("scores near -1e4, as with a large negative bias (2, 4)", _near_minus_1e4),
-        Case("rows at offsets -50, 0, +1e4, -1e4 (4, 5)", _rows_at_offsets),
-        Case("blocked keys scoring 12000 and 12500, far above the allowed keys (3, 4)",
-             _dominant_blocked_key),
-        Case("scores beyond 1e9: allowed keys near -3e9, a blocked key scoring 3e9 (3, 4)",
-             _beyond_1e9),
+        Case("float32 scores around +1000, 2 to 4 queries, 1 to 3 more keys, bottom-right "
+             "causal", lambda: written_or_drawn(72, _float32_near_1000, _drawn_float32_near_1000)),
+        Case("scores near -1e4, as with a large negative bias, 2 to 3 queries, 4 to 6 keys",
+             lambda: written_or_drawn(73, _near_minus_1e4, _drawn_near_minus_1e4)),
+        Case("rows at offsets -50, 0, +1e4, -1e4, in a drawn order, 4 to 6 keys",
+             lambda: written_or_drawn(74, _rows_at_offsets, _drawn_rows_at_offsets)),
+        Case("blocked keys scoring 11000 to 13000, far above the allowed keys, 3 queries, 4 to "
+             "6 keys", lambda: written_or_drawn(75, _dominant_blocked_key,
+                                                _drawn_dominant_blocked_key)),
+        Case("scores beyond 1e9: allowed keys near -3e9, a blocked key scoring 3e9, 3 queries, "
+             "4 to 6 keys", lambda: written_or_drawn(76, _beyond_1e9, _drawn_beyond_1e9)),
     ],
 }
 

@@ -6,7 +6,7 @@ from attncore import masks
 
 from ... import stand_ins
 from ...probe import SHAPE_OR_DTYPE, Case, FunctionSpec, Misconception
-from ..common import DRAWN, integers
+from ..common import DRAWN, integers, written_or_drawn
 from .shared import FORBIDDEN, INVERTED, INVERTED_FIX, NEGATIVE_SLICE, OFF_BY_ONE, shape_fix, shape_or_dtype
 
 WINDOW_NOT_CAUSAL = "window not causal (future keys allowed)"
@@ -69,17 +69,39 @@ def _drawn_window(seed):
     return {"t": t, "window": integers(seed + 1, 2, t - 1, 1)[0]}
 
 
+def _int(rng, low, high):
+    """A drawn int from low to high, both included."""
+    return int(rng.integers(low, high + 1))
+
+
+def _window_inside(rng):
+    """t from 6 to 10 and a window from 3 to t - 3: it starts inside the rows past it."""
+    t = _int(rng, 6, 10)
+    return {"t": t, "window": _int(rng, 3, t - 3)}
+
+
+def _window_longer(rng):
+    """t from 2 to 6 and a window from t + 1 to 2 t - 1: longer than the sequence, and a
+    slice that starts at i - window + 1 still counts from the end in the last row."""
+    t = _int(rng, 2, 6)
+    return {"t": t, "window": _int(rng, t + 1, 2 * t - 1)}
+
+
 WINDOW_CASES = {
     "basic": [
         Case("t = 5, window = 2", lambda: {"t": 5, "window": 2}),
         Case(f"t from 4 to 8, window from 2 to t - 1: {DRAWN}", lambda: _drawn_window(33)),
     ],
     "hidden": [
-        Case("t = 6, window = 3", lambda: {"t": 6, "window": 3}),
-        Case("t = 4, window = 1: each query sees only itself", lambda: {"t": 4, "window": 1}),
-        Case("t = 3, window = 5: the window is longer than the sequence",
-             lambda: {"t": 3, "window": 5}),
-        Case("t = 1, window = 1", lambda: {"t": 1, "window": 1}),
+        Case("t from 6 to 10, window from 3 to t - 3", lambda: written_or_drawn(
+             67, lambda: {"t": 6, "window": 3}, _window_inside)),
+        Case("t from 2 to 16, window = 1: each query sees only itself", lambda: written_or_drawn(
+             68, lambda: {"t": 4, "window": 1}, lambda rng: {"t": _int(rng, 2, 16), "window": 1})),
+        Case("t from 2 to 6, window from t + 1 to 2 t - 1: the window is longer than the "
+             "sequence",
+             lambda: written_or_drawn(69, lambda: {"t": 3, "window": 5}, _window_longer)),
+        Case("t = 1, window from 1 to 5: a single token", lambda: written_or_drawn(
+             70, lambda: {"t": 1, "window": 1}, lambda rng: {"t": 1, "window": _int(rng, 1, 5)})),
         Case(f"t and window from 1 to 9: {DRAWN}",
              lambda: dict(zip(("t", "window"), integers(15, 1, 9, 2)))),
     ],
