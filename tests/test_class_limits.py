@@ -119,3 +119,16 @@ def test_what_is_too_large_or_undated_is_recorded_and_the_class_goes_on(tmp_path
     course.autograde(ASSIGNMENT, "--student=d-escapes")
     assert "d-escapes" not in ungradable.read(course.root, ASSIGNMENT)
     assert points_by_function(course.grades(ASSIGNMENT, "d-escapes"), ASSIGNMENT)["softmax"][:2] == (4, 4)
+
+
+def test_the_parallel_pool_reads_within_the_same_limits(tmp_path):
+    """`python -m attncore.grading autograde --jobs N` grades ahead in a pool, which reads
+    each notebook itself: one over the limits is left to nbgrader, which records it."""
+    from attncore.grading.course.parallel import grade_ahead
+
+    path = tmp_path / "n.ipynb"
+    nbformat.write(_with_cells(submission(ASSIGNMENT), 300), path)
+    target = tmp_path / "ahead.json"
+    student, error = grade_ahead(("s", ASSIGNMENT, str(path), str(target), 1, "", {}, None,
+                                  (1 << 20, 200)))
+    assert student == "s" and error.startswith("TooLarge: n.ipynb holds") and not target.exists()

@@ -77,8 +77,13 @@ class TooLarge(Exception):
 
 
 def read_within(filename: str, max_bytes: int, max_cells: int) -> nbformat.NotebookNode:
-    """nbformat.read(filename) as version 4, refusing with TooLarge a file over max_bytes or
-    a notebook of more than max_cells cells before nbformat converts and validates it (the
+    """nbformat.read(filename) as version 4, within the limits of limited_text."""
+    return nbformat.reads(limited_text(filename, max_bytes, max_cells), as_version=4)
+
+
+def limited_text(filename: str, max_bytes: int, max_cells: int) -> str:
+    """The text of a notebook file, refusing with TooLarge a file over max_bytes or a
+    notebook of more than max_cells cells before nbformat converts and validates it (the
     time and memory those take, and nbgrader's after them, grow with both)."""
     name = printable(Path(filename).name)
     with open(filename, "rb") as file:
@@ -91,7 +96,13 @@ def read_within(filename: str, max_bytes: int, max_cells: int) -> nbformat.Noteb
     if cells > max_cells:
         raise TooLarge(f"{name} holds {cells:,} cells, more than the {max_cells:,} a submission "
                        f"may hold (ContainedExporter.max_cells): nothing graded")
-    return nbformat.reads(text, as_version=4)
+    return text
+
+
+def read_limits(config: object = None) -> tuple[int, int]:
+    """(max_bytes, max_cells) of ContainedExporter under config (a traitlets Config)."""
+    exporter = ContainedExporter(config=config)
+    return exporter.max_bytes, exporter.max_cells
 
 
 def _cell_count(parsed):

@@ -95,10 +95,11 @@ def run(args: argparse.Namespace, rest: list) -> int:
     config = nbgrader_config()
     root, db_url = Path(config.CourseDirectory.root), config.CourseDirectory.db_url
     if args.command == "autograde":
+        from .contain import read_limits
         from .parallel import autograde
 
         return autograde(root, args.assignment, args.jobs, config.GradeOutOfProcess, rest,
-                         db_url=db_url)
+                         db_url=db_url, limits=read_limits(config))
     if args.command == "report":
         from .report import write
 

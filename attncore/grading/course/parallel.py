@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import TextIO
 
 from .ahead import AHEAD, notebook_key, save_ahead
+from .contain import limited_text, read_limits
 from .layout import WORK
 from .normalise import normalise
 from .runner import grade_notebook, submission_digest
@@ -37,9 +38,9 @@ def grade_ahead(task: tuple) -> tuple:
     Its cells are first repaired as nbgrader's NormaliseMetadata repairs them, given
     `known` (the gradebook's cells; None: as submitted). The draw: the configured seed,
     else the submission's replay seed under the secret."""
-    student, assignment, notebook, target, seed, secret, options, known = task
+    student, assignment, notebook, target, seed, secret, options, known, limits = task
     try:
-        cells = json.loads(Path(notebook).read_text(encoding="utf-8"))["cells"]
+        cells = json.loads(limited_text(notebook, *limits))["cells"]
         if known is not None:
             normalise(cells, known)
         if seed is None:
@@ -83,12 +84,15 @@ def progress(done: int, total: int, what: str, started: float, stream: TextIO = 
 
 
 def autograde(root: Path, assignment: str, jobs: int, config: dict, nbgrader_args: Sequence = (),
-              stream: TextIO = sys.stderr, db_url: str = "") -> int:
+              stream: TextIO = sys.stderr, db_url: str = "",
+              limits: tuple[int, int] | None = None) -> int:
     """Grade every submission of `assignment` that `nbgrader autograde` would, on `jobs`
     processes, then record them with nbgrader; return nbgrader's exit status. config: the
-    GradeOutOfProcess section of nbgrader's configuration; db_url: the gradebook's."""
+    GradeOutOfProcess section of nbgrader's configuration; db_url: the gradebook's; limits:
+    the (max_bytes, max_cells) of a notebook it reads (course.contain.read_limits)."""
     from .preprocessors import configured
 
+    limits = limits or read_limits()
     grader = configured(config)
     options, seed = grader.options(), grader.seed
     secret = keyed_secret(root, grader.secret) if seed is None else ""
@@ -109,7 +113,7 @@ def autograde(root: Path, assignment: str, jobs: int, config: dict, nbgrader_arg
         if (only and student not in only) or (done and not force):
             continue  # nbgrader skips it too
         tasks.append((student, assignment, str(notebook), str(ahead / f"{student}.json"), seed,
-                      secret, options, known(notebook.stem)))
+                      secret, options, known(notebook.stem), limits))
     started = time.monotonic()
     context = multiprocessing.get_context("spawn")
     with concurrent.futures.ProcessPoolExecutor(jobs, mp_context=context) as pool:
