@@ -371,9 +371,9 @@ ctypes.CDLL(None).pthread_exit(None)
 '''
 
 
-def test_without_a_control_group_the_sealed_worker_alone_is_measured(tmp_path):
-    """Unsandboxed (no control group), a sealed worker that is alone is measured from /proc;
-    before it is sealed it could start processes, so nothing is measured."""
+def test_without_a_control_group_the_worker_alone_is_measured_from_its_start(tmp_path):
+    """Unsandboxed (no control group), the worker, alone and held to the seccomp filter
+    from its start (before any cell), is measured from /proc, sealed or not."""
     grow = "import numpy as np\ndef grow(n):\n    return float(np.ones((n, 1024)).sum())\n"
     worker = Worker(tmp_path, time_limit=30)
     try:
@@ -383,8 +383,7 @@ def test_without_a_control_group_the_sealed_worker_alone_is_measured(tmp_path):
         sealed = worker.call("grow", {"n": 4096}, True)
     finally:
         worker.close()
-    assert unsealed.peak_bytes is None and "process creation is not refused" in unsealed.notes[0]
-    assert 30e6 < sealed.peak_bytes < 60e6, sealed
+    assert 30e6 < unsealed.peak_bytes < 60e6 and 30e6 < sealed.peak_bytes < 60e6, (unsealed, sealed)
 
 
 def test_a_zombie_leader_leaves_the_memory_unmeasured_never_the_workers_word(tmp_path):
@@ -403,3 +402,85 @@ def test_a_zombie_leader_leaves_the_memory_unmeasured_never_the_workers_word(tmp
     assert outcome.peak_bytes is None
     assert outcome.notes[0] == ("the grader could not measure the memory of this call: the process "
                                 "running your code had ended its main thread")
+
+
+# ---------------------------------------------------------------- the second red team
+
+def test_no_process_starts_in_the_worker_from_its_start_and_the_grader_checks_every_thread(
+        tmp_path, monkeypatch):
+    """Second red team #16, #21: the worker's seal ran on code a cell could replace, and
+    the grader took its word. The filter that refuses new processes is the worker's first
+    act, before any cell: a cell that replaces the seal, then forks while loading or from
+    a thread it started, is refused; the grader reads from /proc that every thread
+    carries the filter (a process without it is reported), and makes no call when one
+    does not."""
+    import subprocess
+
+    from attncore.grading.course import process, seccomp
+
+    from .test_red_team import FAKE_SEAL
+
+    worker = Worker(tmp_path, time_limit=30)
+    unfiltered = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    try:
+        reply = worker.exec("cell", FAKE_SEAL + """
+import os, threading
+refused = []
+def fork():
+    try:
+        os.fork()
+    except OSError as error:
+        refused.append(error.errno)
+fork()
+thread = threading.Thread(target=fork)
+thread.start()
+thread.join()
+threading.Thread(target=threading.Event().wait, daemon=True).start()  # a thread that stays
+def touch(path):
+    open(path, "w").close()
+    return refused
+""")
+        assert reply["raised"] is None, reply
+        worker.seal(None, ())
+        assert seccomp.unfiltered(worker.pid) is None
+        assert "carries 0 seccomp filter(s)" in seccomp.unfiltered(unfiltered.pid)
+        assert worker.call("touch", {"path": str(tmp_path / "a")}, False).returned == [1, 1]  # EPERM
+        monkeypatch.setattr(process.seccomp, "unfiltered", lambda pid: "its thread 7 carries 0")
+        outcome = worker.call("touch", {"path": str(tmp_path / "b")}, False)
+    finally:
+        unfiltered.kill()
+        unfiltered.wait()
+        worker.close()
+    assert "could not confirm that the process running your code can start no other process " \
+           "(its thread 7 carries 0), so the call was not made" in outcome.stopped
+    assert not (tmp_path / "b").exists()
+
+
+def test_memory_held_before_the_call_counts_when_the_call_reuses_or_drops_it(tmp_path):
+    """Second red team #7, #8: the memory case measured growth over the memory in use when
+    the call began, so a buffer filled at load and reused, or 40 MB held since load and
+    dropped when the call starts, hid the whole score matrix. Now what the call touches,
+    and its peak over the lowest of its start and its end, count: each loses the memory
+    case (without a sandbox, as in the self-check off Linux sandboxes), a tiled one keeps it."""
+    from attncore.grading.engine import SPECS
+
+    from .gradekit import reference_sources
+    from .test_red_team import FLASH_BALLAST, FLASH_BALLAST_DROPPED, FLASH_PREALLOCATED
+
+    case = SPECS["flash_attention"].suites["memory"][0]
+    arguments = case.make()
+    sources = {"tiled": reference_sources("05-flash")["flash_attention"],
+               "preallocated": FLASH_PREALLOCATED, "ballast": FLASH_BALLAST,
+               "ballast dropped": FLASH_BALLAST_DROPPED}
+    peaks = {}
+    for name, source in sources.items():
+        worker = Worker(tmp_path, time_limit=30)
+        try:
+            assert worker.exec("cell", "import numpy as np\n" + source)["raised"] is None
+            worker.seal(None, ())
+            peaks[name] = worker.call("flash_attention", dict(arguments), True).peak_bytes
+        finally:
+            worker.close()
+    allowed = case.max_extra_bytes(arguments)
+    assert peaks.pop("tiled") < allowed, allowed
+    assert all(peak > 1.5 * allowed for peak in peaks.values()), (peaks, allowed)

@@ -131,7 +131,8 @@ def library_functions() -> dict[str, tuple]:
     import attncore.bert  # noqa: F401  (the real-model exercise forbids its functions)
 
     modules = [(name, module) for name, module in list(sys.modules.items())
-               if name.startswith("attncore.") and not name.startswith("attncore.grading")]
+               if name.startswith("attncore.") and not name.startswith("attncore.grading")
+               and not vars(module).get("__left_out__")]  # a sandbox's stand-in (course.left_out)
     read = (len(vars(attncore)), *((name, id(module), len(vars(module))) for name, module in modules))
     if read == _READ["modules"]:
         return _LIBRARY
