@@ -484,3 +484,29 @@ def test_memory_held_before_the_call_counts_when_the_call_reuses_or_drops_it(tmp
     allowed = case.max_extra_bytes(arguments)
     assert peaks.pop("tiled") < allowed, allowed
     assert all(peak > 1.5 * allowed for peak in peaks.values()), (peaks, allowed)
+
+
+def _resident_bytes():
+    with open("/proc/self/status") as status:
+        return next(int(line.split()[1]) * 1024 for line in status if line.startswith("VmRSS:"))
+
+
+def test_a_flood_of_replies_stops_the_worker_not_the_graders_memory(tmp_path):
+    """Second red team #2 of the table: the worker's replaced receive wrote twenty 30 MiB
+    frames to its reply pipe, which the grader parsed and queued (1 GiB in 3 s). A frame
+    that no request awaits now stops the worker, and the grader reads no more of them
+    (here 16 frames of 16 MiB: none is read whole, unless one starts while the next
+    request is being written, when it passes for that request's reply)."""
+    from .test_red_team import flood
+
+    worker = Worker(tmp_path, time_limit=30)
+    try:
+        assert worker.exec("flood", flood(16, 16))["raised"] is None
+        before = _resident_bytes()
+        with pytest.raises(WorkerStopped, match="sent the grader a message it did not ask for"):
+            for _ in range(2):  # a frame that comes once a request is written looks like its reply
+                worker.exec("next", "x = 1")
+        grown = _resident_bytes() - before
+    finally:
+        worker.close()
+    assert grown < 100 << 20, f"the grader grew by {grown / 2**20:.0f} MiB"

@@ -123,7 +123,9 @@ class Worker:
             with os.fdopen(info_read) as info:
                 self.pid = sandboxes.read_child_pid(info)
         os.set_blocking(self._to_worker, False)  # writes wait in poll(), with a deadline
-        self._replies = queue.Queue()
+        self._replies = queue.Queue()  # at most one reply and one sentinel (_read)
+        self._sending = threading.Lock()  # held while a request is written
+        self._awaited = True  # whether a frame would be a reply (under _sending): first, "ready"
         replies = os.fdopen(self._from_worker, "rb")
         threading.Thread(target=self._read, args=(replies,), daemon=True).start()
         self._ask(None, START_LIMIT)  # the worker says it is ready before any time limit runs
@@ -256,7 +258,9 @@ class Worker:
                 else self.budget.spent() or "this notebook's grading time ran out, so it was stopped")
         try:
             if request is not None:
-                self._send(wire.frame(request), deadline)
+                with self._sending:
+                    self._send(wire.frame(request), deadline)
+                    self._awaited = True
             reply = self._replies.get(timeout=max(0.0, deadline - time.monotonic()))
         except TimeoutError:
             self.close()
@@ -267,6 +271,10 @@ class Worker:
         except OSError:  # the pipe closed: the process ended
             reply = None
         sandboxes.end_processes(self._others)
+        if reply is _UNASKED:
+            self.close()
+            raise WorkerStopped("the process running your code sent the grader a message it "
+                                "did not ask for, so it was stopped")
         if not isinstance(reply, dict):
             try:  # the pipe closed because the process ended, or it sent what is no reply
                 self.process.wait(timeout=2)
@@ -292,10 +300,22 @@ class Worker:
                 pending = pending[os.write(self._to_worker, pending):]
 
     def _read(self, replies):
-        """Move each reply into the queue; None once the worker's end of the pipe closes or
-        it sends what is no frame (whatever it sends, this thread never dies silently)."""
+        """Move the reply to each request into the queue, then, once the worker's end of the
+        pipe closes or it sends what is no frame, None. A frame is a reply only when it starts
+        while a request awaits one (a request counts as awaiting once all of it is written,
+        so a reply is never judged before its request): one that starts when none does puts
+        _UNASKED and ends the reading before its body is read, so that no flood of frames
+        can fill the grader's memory (whatever the worker sends, this thread never dies
+        silently)."""
         try:
-            while (reply := wire.receive(replies)) is not None:
+            while replies.peek(1):  # a frame has started (nothing: the pipe closed)
+                with self._sending:  # waits while a request is being written
+                    awaited, self._awaited = self._awaited, False
+                if not awaited:
+                    self._replies.put(_UNASKED)
+                    return
+                if (reply := wire.receive(replies)) is None:
+                    break
                 self._replies.put(reply)
         except BaseException:  # a hostile frame (too large, too deep, not JSON) ends it
             pass
@@ -310,6 +330,9 @@ class Worker:
             said = (f"; it used more than the {sandboxes.MEMORY_BYTES / 2**30:g} GiB of memory "
                     f"its sandbox may use{said}")
         return f"the process running your code ended (exit code {code}){said}"
+
+
+_UNASKED = object()  # what _read queues for a frame no request awaited
 
 
 def _session_members(leader):
