@@ -47,7 +47,9 @@ def ask(source, sealed=""):
                                               f"    return __import__('json').dumps(seen)\n")
         assert not reply["raised"], reply
         worker.seal((), ())
-        return json.loads(worker.call("probe", {}, False).returned)
+        outcome = worker.call("probe", {}, False)
+        assert outcome.stopped is None and outcome.raised is None, outcome
+        return json.loads(outcome.returned)
     finally:
         worker.close()
 

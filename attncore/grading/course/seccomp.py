@@ -120,8 +120,11 @@ def unfiltered(pid: int) -> str | None:
         return None
     try:
         for task in os.listdir(f"/proc/{pid}/task"):
-            with open(f"/proc/{pid}/task/{task}/status") as status:
-                fields = dict(line.split(":", 1) for line in status if ":" in line)
+            try:
+                with open(f"/proc/{pid}/task/{task}/status") as status:
+                    fields = dict(line.split(":", 1) for line in status if ":" in line)
+            except (FileNotFoundError, ProcessLookupError):  # the thread ended since listed
+                continue
             mode, count = fields["Seccomp"].strip(), int(fields["Seccomp_filters"])
             if mode != _FILTER_MODE or count < FILTERS:
                 return (f"its thread {task} carries {count} seccomp filter(s), not the "
