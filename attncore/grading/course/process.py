@@ -81,8 +81,10 @@ class Worker:
 
     def __init__(self, cwd: str | os.PathLike, time_limit: float, sandboxed: bool = False,
                  budget: Budget | None = None, library: frozenset[str] | None = None) -> None:
-        """library: the attncore modules a sandbox keeps (course.allowed; None: all)."""
+        """library: the attncore modules the worker keeps (course.allowed; None: all), in
+        its sandbox or, without one, in a copy of links first on its path."""
         self.time_limit, self.sandboxed = time_limit, sandboxed
+        self._library = None
         self.budget = budget or Budget()
         to_worker_read, self._to_worker = os.pipe()
         self._from_worker, from_worker_write = os.pipe()
@@ -99,7 +101,12 @@ class Worker:
             options = {"cwd": "/", "env": {}, **sandboxes.launch_options()}
         else:
             command, info_read = argv, None
-            package_root = str(Path(__file__).resolve().parents[3])
+            if library is not None:  # the sandbox's library, of links (course.sandbox)
+                self._library = tempfile.TemporaryDirectory(prefix="attncore-library-")
+                sandboxes.library_copy(library, self._library.name)
+                package_root = self._library.name
+            else:
+                package_root = str(Path(__file__).resolve().parents[3])
             options = {"cwd": cwd, "start_new_session": True, "env": {
                 **os.environ, "MPLBACKEND": "Agg", "OMP_NUM_THREADS": "1",
                 "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
@@ -115,6 +122,8 @@ class Worker:
         except BaseException:
             if self.group is not None:
                 self.group.close()
+            if self._library is not None:
+                self._library.cleanup()
             raise
         for fd in ours:
             os.close(fd)
@@ -208,6 +217,9 @@ class Worker:
         if self.arena is not None:
             self.arena.close()
             self.arena = None
+        if self._library is not None:
+            self._library.cleanup()
+            self._library = None
 
     def _enter_group(self):
         """Move the sandbox (bwrap and the worker, before any learner code) into its group;

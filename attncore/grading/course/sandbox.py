@@ -253,21 +253,61 @@ def _absent(path):
 
 
 def _learner_library(kept):
-    """attncore, read-only, without the grading engine, and with a stand-in for each module
-    not kept (a subpackage: a folder holding only the stand-in) and no compiled copies of
-    the modules (its __pycache__ is an empty folder)."""
+    """bwrap options that give the sandbox the learner's attncore (library_overlays),
+    read-only."""
     package = Path(attncore.__file__).resolve().parent
     target = f"{LIBRARY}/attncore"
-    options = ["--ro-bind", str(package), target, *_absent(f"{target}/grading/engine")]
-    if kept is None:
-        return options
-    for module in sorted(library_modules() - kept):
-        options += ["--tmpfs", f"{target}/{module}", "--ro-bind", LEFT_OUT,
-                    f"{target}/{module}/__init__.py"] if (package / module).is_dir() else \
-            ["--ro-bind", LEFT_OUT, f"{target}/{module}.py"]
-    if (package / "__pycache__").is_dir():
-        options += ["--tmpfs", f"{target}/__pycache__"]
+    options = ["--ro-bind", str(package), target]
+    for path, file in library_overlays(kept).items():
+        if (package / path).is_dir():
+            options += ["--tmpfs", f"{target}/{path}",
+                        *(["--ro-bind", file, f"{target}/{path}/__init__.py"] if file else [])]
+        else:
+            options += ["--ro-bind", file, f"{target}/{path}"]
     return options
+
+
+def library_overlays(kept: frozenset[str] | None) -> dict[str, str | None]:
+    """{path inside attncore: what stands there instead}: the learner's attncore is the
+    library without the grading engine (a package whose import fails) and, when `kept`
+    is given, with a stand-in for each module not kept (course.left_out; a subpackage:
+    a folder holding only the stand-in) and no compiled copies of the modules (an empty
+    __pycache__). A folder's entry names the file that is its only __init__.py (None:
+    an empty folder); a module's, the file it is."""
+    package = Path(attncore.__file__).resolve().parent
+    overlays = {"grading/engine": ABSENT}
+    if kept is None:
+        return overlays
+    for module in sorted(library_modules() - kept):
+        overlays[module if (package / module).is_dir() else f"{module}.py"] = LEFT_OUT
+    if (package / "__pycache__").is_dir():
+        overlays["__pycache__"] = None
+    return overlays
+
+
+def library_copy(kept: frozenset[str] | None, folder: str | os.PathLike) -> None:
+    """Build in folder, of links to the library's files, the learner's attncore a sandbox
+    would give (library_overlays): the same library for a worker without a sandbox,
+    whose path starts with folder. It keeps honest code honest; code that runs there can
+    still read the files the links point to."""
+    overlays = library_overlays(kept)
+
+    def build(source, target, prefix):
+        target.mkdir()
+        for entry in sorted(source.iterdir()):
+            path, place = prefix + entry.name, target / entry.name
+            if path in overlays and entry.is_dir():
+                place.mkdir()
+                if overlays[path]:
+                    os.symlink(overlays[path], place / "__init__.py")
+            elif path in overlays:
+                os.symlink(overlays[path], place)
+            elif any(other.startswith(f"{path}/") for other in overlays):
+                build(entry, place, f"{path}/")
+            else:
+                os.symlink(entry, place)
+
+    build(Path(attncore.__file__).resolve().parent, Path(folder) / "attncore", "")
 
 
 def _environment(n_sites):
