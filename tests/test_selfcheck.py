@@ -262,9 +262,12 @@ def test_the_self_check_measures_memory_as_autograde_does(tmp_path):
     assert suites == {"basic": True, "hidden": True, "extreme": True, "memory": False}, suites
 
 
-# the second red team's attacks (#16, #17, #7): assignment, function, source in test_red_team
+# the second red team's attacks (#16-#19, #7): assignment, function, source in test_red_team
 GRADER_FAILS = {"a fake seal": ("06-variants", "sparsemax", "SPARSEMAX_FAKE_SEAL"),
                 "library code taken with gc": ("06-variants", "sparsemax", "SPARSEMAX_GC"),
+                "a Numba kernel of the library": ("02-simplex", "softmax", "SOFTMAX_JIT"),
+                "a child forked at load serves the library": ("06-variants", "sparsemax",
+                                                              "SPARSEMAX_ORACLE"),
                 "a buffer filled at load": ("05-flash", "flash_attention", "FLASH_PREALLOCATED")}
 
 
