@@ -491,21 +491,30 @@ def _resident_bytes():
         return next(int(line.split()[1]) * 1024 for line in status if line.startswith("VmRSS:"))
 
 
-def test_a_flood_of_replies_stops_the_worker_not_the_graders_memory(tmp_path):
+# the next cell: small (its request is all written before the flood is read), or more than a
+# pipe holds (the grader's write blocks while the flood comes: the red team's case)
+NEXT_CELLS = {"a small cell": ("x = 1", "sent the grader a message it did not ask for"),
+              "a 1 MB cell": ("#" * (1 << 20), "it stopped reading what the grader sent it")}
+
+
+@pytest.mark.parametrize("next_cell", NEXT_CELLS)
+def test_a_flood_of_replies_stops_the_worker_not_the_graders_memory(tmp_path, next_cell):
     """Second red team #2 of the table: the worker's replaced receive wrote twenty 30 MiB
-    frames to its reply pipe, which the grader parsed and queued (1 GiB in 3 s). A frame
-    that no request awaits now stops the worker, and the grader reads no more of them
-    (here 16 frames of 16 MiB: none is read whole, unless one starts while the next
-    request is being written, when it passes for that request's reply)."""
+    frames to its reply pipe while the grader's write waited, and the grader parsed and
+    queued every one (1 GiB in 3 s). A frame that starts when no request awaits a reply
+    now stops the worker before its body is read (here 16 frames of 16 MiB; one that
+    starts while the next request is being written passes for its reply, so the small
+    cell may take two requests)."""
     from .test_red_team import flood
 
-    worker = Worker(tmp_path, time_limit=30)
+    source, why = NEXT_CELLS[next_cell]
+    worker = Worker(tmp_path, time_limit=2)
     try:
         assert worker.exec("flood", flood(16, 16))["raised"] is None
         before = _resident_bytes()
-        with pytest.raises(WorkerStopped, match="sent the grader a message it did not ask for"):
-            for _ in range(2):  # a frame that comes once a request is written looks like its reply
-                worker.exec("next", "x = 1")
+        with pytest.raises(WorkerStopped, match=why):
+            for _ in range(2):
+                worker.exec("next", source)
         grown = _resident_bytes() - before
     finally:
         worker.close()
