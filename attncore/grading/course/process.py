@@ -7,8 +7,10 @@ when the deadline passes, however large the request); a reply is awaited at most
 time limit, or what is left of the notebook's Budget, whichever is less. No call is made
 before the grader has read from /proc that every thread of the worker carries the
 seccomp filter that refuses new processes (course.seccomp). What it replies is
-validated here: values through course.wire, arrays read back from the arena, memory
-measured from outside (course.memory), notes bounded.
+validated here: one reply per request (a message no request awaits stops it), values
+through course.wire, arrays read back from the arena, memory measured from outside
+(course.memory), notes bounded. Without a sandbox, the worker gets the sandbox's
+attncore all the same (course.sandbox.library_copy).
 """
 import contextlib
 import os
