@@ -492,9 +492,12 @@ def _resident_bytes():
 
 
 # the next cell: small (its request is all written before the flood is read), or more than a
-# pipe holds (the grader's write blocks while the flood comes: the red team's case)
+# pipe holds (the red team's case: the grader's write blocks while the flood comes, until its
+# deadline; or, when the flood was seen first, the worker's write to the pipe the grader
+# stopped reading fails, and it ends)
 NEXT_CELLS = {"a small cell": ("x = 1", "sent the grader a message it did not ask for"),
-              "a 1 MB cell": ("#" * (1 << 20), "it stopped reading what the grader sent it")}
+              "a 1 MB cell": ("#" * (1 << 20), "it stopped reading what the grader sent it|"
+                                               "the process running your code ended")}
 
 
 @pytest.mark.parametrize("next_cell", NEXT_CELLS)
