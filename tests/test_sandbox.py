@@ -99,17 +99,22 @@ seen["numba"] = importlib.util.find_spec("numba") is not None
 
 @pytest.mark.slow
 @pytest.mark.pipeline
-def test_a_graded_notebook_sees_only_the_modules_its_exercise_allows():
+@pytest.mark.parametrize("route", ["sandbox", "no sandbox, links", "no sandbox, copies"])
+def test_a_graded_notebook_sees_only_the_modules_its_exercise_allows(route, monkeypatch):
     """Second red team #16-#18: in-process tripwires can be reached (a replaced seal, code
     objects taken with gc, a compiled Numba kernel). A graded notebook's sandbox leaves
     out every attncore module but those its exercise allows and what they import: each
     left-out module is a stand-in whose names raise ForbiddenCall, with no compiled copy
-    beside it, and `import attncore` still works; what the exercise allows works."""
+    beside it, and `import attncore` still works; what the exercise allows works. Without
+    a sandbox (#30: the self-check, sandbox=none) the worker's path starts with the same
+    library, made of links, or of copies where no link can be made."""
     from attncore.grading.course.allowed import ALLOWED, kept_modules, library_modules
 
+    if route.endswith("copies"):
+        monkeypatch.setattr(os, "symlink", _no_links)
     for assignment, allowed in ALLOWED.items():
         kept = kept_modules(allowed)
-        worker = Worker(".", 60, sandboxed=True, library=kept)
+        worker = Worker(".", 60, sandboxed=route == "sandbox", library=kept)
         try:
             reply = worker.exec("probe", f"""
 import importlib, os, numpy as np, attncore
@@ -131,8 +136,14 @@ if "softmax" in {sorted(kept)!r}:
         finally:
             worker.close()
         assert {module for module in library_modules() if seen[module]} == library_modules() - kept
-        assert seen["compiled"] == [] and seen["flash_attention"] == "ForbiddenCall", assignment
+        assert seen["flash_attention"] == "ForbiddenCall", assignment
         assert seen.get("softmax()", [0.5, 0.5]) == [0.5, 0.5], assignment
+        if route == "sandbox":  # elsewhere the worker compiles into its own copy's folder
+            assert seen["compiled"] == [], assignment
+
+
+def _no_links(*args, **kwargs):
+    raise OSError("no links on this system")
 
 
 # The grading engine, libraries that would do the work, and what the grader has installed

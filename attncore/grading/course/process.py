@@ -103,17 +103,17 @@ class Worker:
             options = {"cwd": "/", "env": {}, **sandboxes.launch_options()}
         else:
             command, info_read = argv, None
-            if library is not None:  # the sandbox's library, of links (course.sandbox)
+            path = [str(Path(__file__).resolve().parents[3]), os.environ.get("PYTHONPATH")]
+            if library is not None:  # the sandbox's library (course.sandbox), before all
                 self._library = tempfile.TemporaryDirectory(prefix="attncore-library-")
                 sandboxes.library_copy(library, self._library.name)
-                package_root = self._library.name
-            else:
-                package_root = str(Path(__file__).resolve().parents[3])
+                # -P: the notebook's folder comes last, so that no attncore there shadows it
+                command = [sys.executable, "-P", *argv[1:]]
+                path = [self._library.name, os.environ.get("PYTHONPATH"), os.path.abspath(cwd)]
             options = {"cwd": cwd, "start_new_session": True, "env": {
                 **os.environ, "MPLBACKEND": "Agg", "OMP_NUM_THREADS": "1",
                 "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
-                "PYTHONPATH": os.pathsep.join(filter(None, [package_root,
-                                                            os.environ.get("PYTHONPATH")]))}}
+                "PYTHONPATH": os.pathsep.join(filter(None, path))}}
         if self.arena is not None:
             command += [str(self.arena.fd), str(self.arena.size)]
         shared = [] if self.arena is None else [self.arena.fd]

@@ -286,10 +286,10 @@ def library_overlays(kept: frozenset[str] | None) -> dict[str, str | None]:
 
 
 def library_copy(kept: frozenset[str] | None, folder: str | os.PathLike) -> None:
-    """Build in folder, of links to the library's files, the learner's attncore a sandbox
-    would give (library_overlays): the same library for a worker without a sandbox,
-    whose path starts with folder. It keeps honest code honest; code that runs there can
-    still read the files the links point to."""
+    """Build in folder, of links to the library's files (copies where no link can be
+    made), the learner's attncore a sandbox would give (library_overlays): the same
+    library for a worker without a sandbox, whose path starts with folder. It keeps
+    honest code honest; code that runs there can still read the files the links point to."""
     overlays = library_overlays(kept)
 
     def build(source, target, prefix):
@@ -299,15 +299,27 @@ def library_copy(kept: frozenset[str] | None, folder: str | os.PathLike) -> None
             if path in overlays and entry.is_dir():
                 place.mkdir()
                 if overlays[path]:
-                    os.symlink(overlays[path], place / "__init__.py")
+                    _link(overlays[path], place / "__init__.py")
             elif path in overlays:
-                os.symlink(overlays[path], place)
+                _link(overlays[path], place)
             elif any(other.startswith(f"{path}/") for other in overlays):
                 build(entry, place, f"{path}/")
             else:
-                os.symlink(entry, place)
+                _link(entry, place)
 
     build(Path(attncore.__file__).resolve().parent, Path(folder) / "attncore", "")
+
+
+def _link(source, place):
+    """place as a link to source, or a copy where links cannot be made (Windows without
+    the right to make them)."""
+    try:
+        os.symlink(source, place)
+    except OSError:
+        if os.path.isdir(source):
+            shutil.copytree(source, place, ignore=shutil.ignore_patterns("__pycache__"))
+        else:
+            shutil.copy2(source, place)
 
 
 def _environment(n_sites):
