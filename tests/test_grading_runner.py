@@ -522,3 +522,50 @@ def test_a_flood_of_replies_stops_the_worker_not_the_graders_memory(tmp_path, ne
     finally:
         worker.close()
     assert grown < 100 << 20, f"the grader grew by {grown / 2**20:.0f} MiB"
+
+
+GC_ROUTES = r'''
+import gc, types
+import attncore.invariants
+def _code(f):
+    return next(r for r in gc.get_referents(f) if type(r) is types.CodeType)
+def _own(x):
+    return x
+def _twin(x):
+    return None
+seen = {}
+for route, source in {"__code__ =": "_twin.__code__ = code",
+                      "FunctionType": "types.FunctionType(code, {})",
+                      "exec": "exec(code, {})"}.items():
+    for whose, function in {"own": _own, "library": attncore.invariants.check_rows}.items():
+        code = _code(function)
+        try:
+            exec(source)
+            seen[route, whose] = "ran"
+        except PermissionError:
+            seen[route, whose] = "refused"
+        except Exception:  # the code ran (and failed on the arguments it lacked)
+            seen[route, whose] = "ran"
+seen = {" ".join(key): value for key, value in seen.items()}
+def probe():
+    return seen
+'''
+
+
+def test_library_code_taken_with_gc_cannot_run_in_a_module_the_exercise_keeps(tmp_path):
+    """Second red team #17, within a module the sandbox keeps: 02-simplex keeps invariants,
+    whose check_rows it forbids (a tripwire). Its code object, reached with
+    gc.get_referents, could be put into a function of the learner's and run untripped.
+    Putting it into a function, building one from it, or exec'ing it is refused now; the
+    same routes work for the learner's own code."""
+    from attncore.grading.course.allowed import ALLOWED, kept_modules
+
+    worker = Worker(tmp_path, time_limit=30, library=kept_modules(ALLOWED["02-simplex"]))
+    try:
+        assert worker.exec("routes", GC_ROUTES)["raised"] is None
+        seen = worker.call("probe", {}, False).returned
+    finally:
+        worker.close()
+    routes = ("__code__ =", "FunctionType", "exec")
+    assert seen == {**{f"{route} own": "ran" for route in routes},
+                    **{f"{route} library": "refused" for route in routes}}, seen

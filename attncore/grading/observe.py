@@ -152,7 +152,8 @@ def library_functions() -> dict[str, tuple]:
 
 def guard_library() -> None:
     """From now on, for good (an audit hook cannot be removed): attncore's functions cannot
-    be read for their code, their code cannot be copied into new functions, and its modules
+    be read for their code, their code (however it was reached: gc.get_referents too)
+    cannot be put into new functions, given to another or run by exec, and its modules
     cannot be run again (importlib.reload, a fresh spec of the same file), so that no fresh
     copy side-steps a tripwire. (Pasting the library's source is copying, which no check
     in the process can tell from writing the code.)"""
@@ -166,6 +167,8 @@ def guard_library() -> None:
     def hook(event, args):
         if event == "object.__getattr__" and args[1] == "__code__" and id(args[0]) in protected \
                 or event == "function.__new__" and id(args[0]) in codes \
+                or event == "object.__setattr__" and args[1] == "__code__" and id(args[2]) in codes \
+                or event == "exec" and id(args[0]) in codes \
                 or event == "code.__new__" and args[0] in bytecodes \
                 or event == "exec" and getattr(args[0], "co_name", None) == "<module>" \
                 and (args[0].co_filename in loaded or _sealed_away(args[0].co_filename)):
