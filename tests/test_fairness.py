@@ -20,6 +20,7 @@ as many worker starts, and nbgrader submissions, as its function with the most s
 import ast
 import concurrent.futures
 import importlib
+import multiprocessing
 import re
 import subprocess
 import sys
@@ -139,7 +140,12 @@ def test_a_pure_python_flash_attention_is_among_the_styles():
 
 # ---------------------------------------------------------------- the out-of-process runner
 
-_POOL = concurrent.futures.ThreadPoolExecutor(max_workers=3)
+# Processes, not threads: CPython 3.11 counts the depth of the syntax trees it builds per
+# interpreter, not per thread (python/cpython#106905), so two graders in threads of one
+# process could fail each other's ast.parse, and NumPy reads an .npy header with it: a
+# returned array then arrived as "an array whose bytes do not match its header".
+_POOL = concurrent.futures.ProcessPoolExecutor(
+    max_workers=3, mp_context=multiprocessing.get_context("spawn"))
 _RUNNER = {}  # (assignment, round) -> Future of {grade_id: CellVerdict}
 
 

@@ -371,9 +371,9 @@ ctypes.CDLL(None).pthread_exit(None)
 '''
 
 
-def test_without_a_control_group_the_sealed_worker_alone_is_measured(tmp_path):
-    """Unsandboxed (no control group), a sealed worker that is alone is measured from /proc;
-    before it is sealed it could start processes, so nothing is measured."""
+def test_without_a_control_group_the_worker_alone_is_measured_from_its_start(tmp_path):
+    """Unsandboxed (no control group), the worker, alone and held to the seccomp filter
+    from its start (before any cell), is measured from /proc, sealed or not."""
     grow = "import numpy as np\ndef grow(n):\n    return float(np.ones((n, 1024)).sum())\n"
     worker = Worker(tmp_path, time_limit=30)
     try:
@@ -383,8 +383,7 @@ def test_without_a_control_group_the_sealed_worker_alone_is_measured(tmp_path):
         sealed = worker.call("grow", {"n": 4096}, True)
     finally:
         worker.close()
-    assert unsealed.peak_bytes is None and "process creation is not refused" in unsealed.notes[0]
-    assert 30e6 < sealed.peak_bytes < 60e6, sealed
+    assert 30e6 < unsealed.peak_bytes < 60e6 and 30e6 < sealed.peak_bytes < 60e6, (unsealed, sealed)
 
 
 def test_a_zombie_leader_leaves_the_memory_unmeasured_never_the_workers_word(tmp_path):
@@ -403,3 +402,170 @@ def test_a_zombie_leader_leaves_the_memory_unmeasured_never_the_workers_word(tmp
     assert outcome.peak_bytes is None
     assert outcome.notes[0] == ("the grader could not measure the memory of this call: the process "
                                 "running your code had ended its main thread")
+
+
+# ---------------------------------------------------------------- the second red team
+
+def test_no_process_starts_in_the_worker_from_its_start_and_the_grader_checks_every_thread(
+        tmp_path, monkeypatch):
+    """Second red team #16, #21: the worker's seal ran on code a cell could replace, and
+    the grader took its word. The filter that refuses new processes is the worker's first
+    act, before any cell: a cell that replaces the seal, then forks while loading or from
+    a thread it started, is refused; the grader reads from /proc that every thread
+    carries the filter (a process without it is reported), and makes no call when one
+    does not."""
+    import subprocess
+
+    from attncore.grading.course import process, seccomp
+
+    from .test_red_team import FAKE_SEAL
+
+    worker = Worker(tmp_path, time_limit=30)
+    unfiltered = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    try:
+        reply = worker.exec("cell", FAKE_SEAL + """
+import os, threading
+refused = []
+def fork():
+    try:
+        os.fork()
+    except OSError as error:
+        refused.append(error.errno)
+fork()
+thread = threading.Thread(target=fork)
+thread.start()
+thread.join()
+threading.Thread(target=threading.Event().wait, daemon=True).start()  # a thread that stays
+def touch(path):
+    open(path, "w").close()
+    return refused
+""")
+        assert reply["raised"] is None, reply
+        worker.seal(None, ())
+        assert seccomp.unfiltered(worker.pid) is None
+        assert "carries 0 seccomp filter(s)" in seccomp.unfiltered(unfiltered.pid)
+        assert worker.call("touch", {"path": str(tmp_path / "a")}, False).returned == [1, 1]  # EPERM
+        monkeypatch.setattr(process.seccomp, "unfiltered", lambda pid: "its thread 7 carries 0")
+        outcome = worker.call("touch", {"path": str(tmp_path / "b")}, False)
+    finally:
+        unfiltered.kill()
+        unfiltered.wait()
+        worker.close()
+    assert "could not confirm that the process running your code can start no other process " \
+           "(its thread 7 carries 0), so the call was not made" in outcome.stopped
+    assert not (tmp_path / "b").exists()
+
+
+def test_memory_held_before_the_call_counts_when_the_call_reuses_or_drops_it(tmp_path):
+    """Second red team #7, #8: the memory case measured growth over the memory in use when
+    the call began, so a buffer filled at load and reused, or 40 MB held since load and
+    dropped when the call starts, hid the whole score matrix. Now what the call touches,
+    and its peak over the lowest of its start and its end, count: each loses the memory
+    case (without a sandbox, as in the self-check off Linux sandboxes), a tiled one keeps it."""
+    from attncore.grading.engine import SPECS
+
+    from .gradekit import reference_sources
+    from .test_red_team import FLASH_BALLAST, FLASH_BALLAST_DROPPED, FLASH_PREALLOCATED
+
+    case = SPECS["flash_attention"].suites["memory"][0]
+    arguments = case.make()
+    sources = {"tiled": reference_sources("05-flash")["flash_attention"],
+               "preallocated": FLASH_PREALLOCATED, "ballast": FLASH_BALLAST,
+               "ballast dropped": FLASH_BALLAST_DROPPED}
+    peaks = {}
+    for name, source in sources.items():
+        worker = Worker(tmp_path, time_limit=30)
+        try:
+            assert worker.exec("cell", "import numpy as np\n" + source)["raised"] is None
+            worker.seal(None, ())
+            peaks[name] = worker.call("flash_attention", dict(arguments), True).peak_bytes
+        finally:
+            worker.close()
+    allowed = case.max_extra_bytes(arguments)
+    assert peaks.pop("tiled") < allowed, allowed
+    assert all(peak > 1.5 * allowed for peak in peaks.values()), (peaks, allowed)
+
+
+def _resident_bytes():
+    with open("/proc/self/status") as status:
+        return next(int(line.split()[1]) * 1024 for line in status if line.startswith("VmRSS:"))
+
+
+# the next cell: small (its request is all written before the flood is read), or more than a
+# pipe holds (the red team's case: the grader's write blocks while the flood comes, until its
+# deadline; or, when the flood was seen first, the worker's write to the pipe the grader
+# stopped reading fails, and it ends)
+NEXT_CELLS = {"a small cell": ("x = 1", "sent the grader a message it did not ask for"),
+              "a 1 MB cell": ("#" * (1 << 20), "it stopped reading what the grader sent it|"
+                                               "the process running your code ended")}
+
+
+@pytest.mark.parametrize("next_cell", NEXT_CELLS)
+def test_a_flood_of_replies_stops_the_worker_not_the_graders_memory(tmp_path, next_cell):
+    """Second red team #2 of the table: the worker's replaced receive wrote twenty 30 MiB
+    frames to its reply pipe while the grader's write waited, and the grader parsed and
+    queued every one (1 GiB in 3 s). A frame that starts when no request awaits a reply
+    now stops the worker before its body is read (here 16 frames of 16 MiB; one that
+    starts while the next request is being written passes for its reply, so the small
+    cell may take two requests)."""
+    from .test_red_team import flood
+
+    source, why = NEXT_CELLS[next_cell]
+    worker = Worker(tmp_path, time_limit=2)
+    try:
+        assert worker.exec("flood", flood(16, 16))["raised"] is None
+        before = _resident_bytes()
+        with pytest.raises(WorkerStopped, match=why):
+            for _ in range(2):
+                worker.exec("next", source)
+        grown = _resident_bytes() - before
+    finally:
+        worker.close()
+    assert grown < 100 << 20, f"the grader grew by {grown / 2**20:.0f} MiB"
+
+
+GC_ROUTES = r'''
+import gc, types
+import attncore.invariants
+def _code(f):
+    return next(r for r in gc.get_referents(f) if type(r) is types.CodeType)
+def _own(x):
+    return x
+def _twin(x):
+    return None
+seen = {}
+for route, source in {"__code__ =": "_twin.__code__ = code",
+                      "FunctionType": "types.FunctionType(code, {})",
+                      "exec": "exec(code, {})"}.items():
+    for whose, function in {"own": _own, "library": attncore.invariants.check_rows}.items():
+        code = _code(function)
+        try:
+            exec(source)
+            seen[route, whose] = "ran"
+        except PermissionError:
+            seen[route, whose] = "refused"
+        except Exception:  # the code ran (and failed on the arguments it lacked)
+            seen[route, whose] = "ran"
+seen = {" ".join(key): value for key, value in seen.items()}
+def probe():
+    return seen
+'''
+
+
+def test_library_code_taken_with_gc_cannot_run_in_a_module_the_exercise_keeps(tmp_path):
+    """Second red team #17, within a module the sandbox keeps: 02-simplex keeps invariants,
+    whose check_rows it forbids (a tripwire). Its code object, reached with
+    gc.get_referents, could be put into a function of the learner's and run untripped.
+    Putting it into a function, building one from it, or exec'ing it is refused now; the
+    same routes work for the learner's own code."""
+    from attncore.grading.course.allowed import ALLOWED, kept_modules
+
+    worker = Worker(tmp_path, time_limit=30, library=kept_modules(ALLOWED["02-simplex"]))
+    try:
+        assert worker.exec("routes", GC_ROUTES)["raised"] is None
+        seen = worker.call("probe", {}, False).returned
+    finally:
+        worker.close()
+    routes = ("__code__ =", "FunctionType", "exec")
+    assert seen == {**{f"{route} own": "ran" for route in routes},
+                    **{f"{route} library": "refused" for route in routes}}, seen

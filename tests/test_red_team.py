@@ -441,3 +441,178 @@ def test_a_grader_error_is_left_for_manual_grading_not_scored_zero(tmp_path, mon
                 assert grades[grade_id].auto_score is None and grades[grade_id].needs_manual_grade
             else:
                 assert grades[grade_id].auto_score == grades[grade_id].max_score
+
+
+# ================================================================ the second red team (#1-#31)
+# Its attempts, as it wrote them (/tmp/redteam/attacks.py), scaled where it says so.
+
+# 16: the worker looked `seal` up in its globals: a cell replaces it before the grader asks
+FAKE_SEAL = r'''
+import sys
+_f = sys._getframe()
+while _f is not None and not (_f.f_code.co_name == "main" and "seal" in _f.f_globals):
+    _f = _f.f_back
+if _f is not None:
+    _f.f_globals["seal"] = lambda allowed, forbidden: {"sealed": True, "tripped": 0}
+del _f
+'''
+SPARSEMAX_FAKE_SEAL = FAKE_SEAL + "import attncore\ndef sparsemax(x):\n    return attncore.sparsemax(x)\n"
+
+# 17: the library's code objects taken with gc.get_referents at load, put into functions of
+# the learner's own (no audit hook watches either)
+SPARSEMAX_GC = r'''
+import gc, sys, types
+import attncore, attncore.softmax
+def _code(f):
+    return next(r for r in gc.get_referents(f) if type(r) is types.CodeType)
+_mods, _cl = {}, {}
+def _modns(name):
+    if name not in _mods:
+        ns = dict(vars(sys.modules[name]))
+        _mods[name] = ns
+        for k, v in list(ns.items()):
+            if isinstance(v, types.FunctionType) and str(v.__module__).startswith("attncore") \
+                    and not str(v.__module__).startswith("attncore.grading") and v.__closure__ is None:
+                ns[k] = _clone(v)
+    return _mods[name]
+def _clone(f):
+    if id(f) not in _cl:
+        ns = _modns(f.__module__)
+        exec("def _g(): pass", ns)
+        g = ns.pop("_g")
+        _cl[id(f)] = g
+        g.__code__ = _code(f)
+        g.__defaults__, g.__kwdefaults__ = f.__defaults__, f.__kwdefaults__
+    return _cl[id(f)]
+_sparsemax = _modns("attncore.softmax")["sparsemax"]
+def sparsemax(x):
+    return _sparsemax(x)
+'''
+
+# 18: a compiled Numba kernel of the library, which no tripwire reaches
+SOFTMAX_JIT = r'''
+import numpy as np
+import attncore.jit.tiled_softmax as _ts
+_k = _ts._softmax
+def softmax(scores):
+    x = np.asarray(scores)
+    flat = np.ascontiguousarray(x.reshape(-1, x.shape[-1]))
+    out = np.empty_like(flat)
+    if flat.size:
+        _k(flat, 64, out)
+    return out.reshape(x.shape)
+'''
+
+# 10, 11, 19: a child forked at load whose main thread exits (a zombie leader with a live
+# thread), which serves the library's answers (an oracle) or builds the score matrix
+ORACLE = r'''
+import os, io, struct, threading, ctypes, time
+import numpy as np
+import attncore
+_req_r, _req_w = os.pipe()
+_rep_r, _rep_w = os.pipe()
+def _readn(f, n):
+    data = b""
+    while len(data) < n:
+        chunk = f.read(n - len(data))
+        if not chunk:
+            os._exit(0)
+        data += chunk
+    return data
+_pid = os.fork()
+if _pid == 0:
+    def _serve():
+        rd, wr = os.fdopen(_req_r, "rb", 0), os.fdopen(_rep_w, "wb", 0)
+        while True:
+            n = struct.unpack(">I", _readn(rd, 4))[0]
+            z = np.load(io.BytesIO(_readn(rd, n)))
+            buf = io.BytesIO(); np.save(buf, ANSWER(**z)); b = buf.getvalue()
+            wr.write(struct.pack(">I", len(b)) + b)
+    threading.Thread(target=_serve).start()
+    ctypes.CDLL(None).pthread_exit(None)
+os.close(_req_r); os.close(_rep_w)
+time.sleep(1)  # the child ends its main thread before the cell returns
+_rq, _rp = os.fdopen(_req_w, "wb", 0), os.fdopen(_rep_r, "rb", 0)
+def _ask(**arrays):
+    buf = io.BytesIO(); np.savez(buf, **arrays); b = buf.getvalue()
+    _rq.write(struct.pack(">I", len(b)) + b)
+    return np.load(io.BytesIO(_readn(_rp, struct.unpack(">I", _readn(_rp, 4))[0])))
+'''
+SPARSEMAX_ORACLE = ("ANSWER = lambda x: attncore.sparsemax(x)\n" + ORACLE
+                    + "def sparsemax(x):\n    return _ask(x=x)\n")
+
+FLASH_ORACLE = (MATERIALISE + "ANSWER = materialise\n" + ORACLE
+                + "def flash_attention(Q, K, V, block_size):\n    return _ask(Q=Q, K=K, V=V)\n")
+
+# 7: the whole score matrix computed into a buffer allocated (and touched) when the cell loaded
+FLASH_PREALLOCATED = MATERIALISE + r'''
+_S = np.ones(2 * 96 * 16384)
+def flash_attention(Q, K, V, block_size):
+    n = Q.shape[0] * K.shape[0]
+    if Q.dtype != np.float64 or n > _S.size:
+        return materialise(Q, K, V)
+    S = _S[:n].reshape(Q.shape[0], K.shape[0])
+    np.matmul(Q, K.T, out=S)
+    S /= np.sqrt(Q.shape[1])
+    S -= S.max(axis=1, keepdims=True)
+    np.exp(S, out=S)
+    S /= S.sum(axis=1, keepdims=True)
+    return S @ V
+'''
+# 8: 40 MB held since load, dropped when the call starts, taken again before it returns
+FLASH_BALLAST = MATERIALISE + r'''
+_ballast = [np.ones(5 << 20)]
+def flash_attention(Q, K, V, block_size):
+    _ballast.clear()
+    out = materialise(Q, K, V)
+    _ballast.append(np.ones(5 << 20))
+    return out
+'''
+# 8, variant: the ballast dropped for good
+FLASH_BALLAST_DROPPED = MATERIALISE + r'''
+_ballast = [np.ones(5 << 20)]
+def flash_attention(Q, K, V, block_size):
+    if Q.size * K.shape[0] > 1 << 20:  # only the call large enough to be measured
+        _ballast.clear()
+    return materialise(Q, K, V)
+'''
+# 9: the same ballast as a file in /dev/shm, unlinked when the call starts
+FLASH_SHM = MATERIALISE + r'''
+import os
+with open("/dev/shm/ballast", "wb") as f:
+    f.write(b"\1" * (40 << 20))
+def flash_attention(Q, K, V, block_size):
+    if Q.size * K.shape[0] > 1 << 20 and os.path.exists("/dev/shm/ballast"):
+        os.unlink("/dev/shm/ballast")
+    return materialise(Q, K, V)
+'''
+
+# 29: a wrong softmax (no maximum subtracted) that, where it knows it is wrong, returns what
+# makes the comparison raise, to be left for the instructor instead of scored 0
+GRADER_ERROR_SOFTMAX = r'''
+import numpy as np
+def softmax(scores):
+    with np.errstate(all="ignore"):
+        e = np.exp(scores)
+        out = e / e.sum(axis=-1, keepdims=True)
+    if not np.all(np.isfinite(out)):
+        return [np.zeros(1), np.zeros(2)]
+    return out
+'''
+WRONG_SOFTMAX = GRADER_ERROR_SOFTMAX.replace("return [np.zeros(1), np.zeros(2)]", "return out")
+
+
+def flood(frames, mib):
+    """2 (scaled): the replaced receive writes well-formed frames of mib MiB to the reply
+    pipe, then stops reading."""
+    return rf'''
+import os, sys, json, struct, time
+import attncore.grading.course.wire as _w
+_body = json.dumps({{"raised": None, "notes": [], "pad": "x" * ({mib} << 20)}}).encode()
+_frame = struct.pack(">Q", len(_body)) + _body
+def _flood_then_stop(stream):
+    for _ in range({frames}):
+        os.write(int(sys.argv[2]), _frame)
+    time.sleep(1e7)
+_w.receive = _flood_then_stop
+'''

@@ -15,6 +15,7 @@ import os
 import re
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import nbformat
@@ -46,7 +47,9 @@ def ask(source, sealed=""):
                                               f"    return __import__('json').dumps(seen)\n")
         assert not reply["raised"], reply
         worker.seal((), ())
-        return json.loads(worker.call("probe", {}, False).returned)
+        outcome = worker.call("probe", {}, False)
+        assert outcome.stopped is None and outcome.raised is None, outcome
+        return json.loads(outcome.returned)
     finally:
         worker.close()
 
@@ -92,6 +95,55 @@ seen["numba"] = importlib.util.find_spec("numba") is not None
     for module in LEFT_OUT:
         assert seen[module] != "imported", module
     assert seen["attncore"].startswith(sandbox.LIBRARY) and seen["numba"]
+
+
+@pytest.mark.slow
+@pytest.mark.pipeline
+@pytest.mark.parametrize("route", ["sandbox", "no sandbox, links", "no sandbox, copies"])
+def test_a_graded_notebook_sees_only_the_modules_its_exercise_allows(route, monkeypatch):
+    """Second red team #16-#18: in-process tripwires can be reached (a replaced seal, code
+    objects taken with gc, a compiled Numba kernel). A graded notebook's sandbox leaves
+    out every attncore module but those its exercise allows and what they import: each
+    left-out module is a stand-in whose names raise ForbiddenCall, with no compiled copy
+    beside it, and `import attncore` still works; what the exercise allows works. Without
+    a sandbox (#30: the self-check, sandbox=none) the worker's path starts with the same
+    library, made of links, or of copies where no link can be made."""
+    from attncore.grading.course.allowed import ALLOWED, kept_modules, library_modules
+
+    if route.endswith("copies"):
+        monkeypatch.setattr(os, "symlink", _no_links)
+    for assignment, allowed in ALLOWED.items():
+        kept = kept_modules(allowed)
+        worker = Worker(".", 60, sandboxed=route == "sandbox", library=kept)
+        try:
+            reply = worker.exec("probe", f"""
+import importlib, os, numpy as np, attncore
+seen = {{}}
+for module in {sorted(library_modules())!r}:
+    seen[module] = bool(vars(importlib.import_module("attncore." + module)).get("__left_out__"))
+compiled = os.path.join(os.path.dirname(attncore.__file__), "__pycache__")
+seen["compiled"] = os.listdir(compiled) if os.path.isdir(compiled) else []
+try:
+    attncore.flash_attention(np.ones((2, 2)), np.ones((2, 2)), np.ones((2, 2)))
+except Exception as error:
+    seen["flash_attention"] = type(error).__name__
+if "softmax" in {sorted(kept)!r}:
+    seen["softmax()"] = attncore.softmax(np.array([0.0, 0.0])).tolist()
+""")
+            assert reply["raised"] is None, (assignment, reply)
+            worker.exec("result", "import json\ndef result():\n    return json.dumps(seen)\n")
+            seen = json.loads(worker.call("result", {}, False).returned)
+        finally:
+            worker.close()
+        assert {module for module in library_modules() if seen[module]} == library_modules() - kept
+        assert seen["flash_attention"] == "ForbiddenCall", assignment
+        assert seen.get("softmax()", [0.5, 0.5]) == [0.5, 0.5], assignment
+        if route == "sandbox":  # elsewhere the worker compiles into its own copy's folder
+            assert seen["compiled"] == [], assignment
+
+
+def _no_links(*args, **kwargs):
+    raise OSError("no links on this system")
 
 
 # The grading engine, libraries that would do the work, and what the grader has installed
@@ -154,12 +206,21 @@ def tried(name, call):
 
 @pytest.mark.slow
 @pytest.mark.pipeline
-def test_no_namespace_mount_trace_or_kernel_keyring_inside_and_no_process_once_sealed():
-    """Code review N2, red team a06: a nested user namespace, mount, ptrace, keyctl, bpf and
-    io_uring are refused from the start; once the notebook's cells have run and the worker
-    is sealed, so is every new process (fork, subprocess, exec), but not a thread."""
-    seen = ask(TRY + """
-import ctypes, os, subprocess, sys, threading
+def test_no_namespace_mount_trace_kernel_keyring_or_process_inside_from_the_start():
+    """Code review N2, red team a06, second red team #16 and #21: a nested user namespace,
+    mount, ptrace, keyctl, bpf, io_uring and every new process (fork, subprocess, exec,
+    from the main thread or one the notebook started) are refused from the worker's start,
+    before the first cell; a thread is not. A notebook that replaces the worker's own seal
+    changes none of it, and the grader reads from outside that every thread carries the
+    filter."""
+    from attncore.grading.course import seccomp
+
+    from .test_red_team import FAKE_SEAL
+
+    worker = Worker(".", 60, sandboxed=True)
+    try:
+        reply = worker.exec("probe", TRY + FAKE_SEAL + """
+import ctypes, os, subprocess, sys, threading, time
 libc = ctypes.CDLL(None, use_errno=True)
 seen = {}
 def syscall(*args):
@@ -173,18 +234,33 @@ tried("ptrace", lambda: syscall(101, 16, 1, 0, 0))
 tried("keyctl", lambda: syscall(250, 0, 0, 0))
 tried("bpf", lambda: syscall(321, 0, 0, 0))
 tried("io_uring_setup", lambda: syscall(425, 1, 0))
-tried("a process while loading", lambda: subprocess.run(["true"], check=True))
-""", sealed="""
-tried("fork once sealed", os.fork)
-tried("subprocess once sealed", lambda: subprocess.run([sys.executable, "-c", "pass"]))
-tried("exec once sealed", lambda: os.execv("/bin/true", ["true"]))
-thread = threading.Thread(target=lambda: seen.update(thread="ran"))
-thread.start()
-thread.join()
+tried("fork while loading", os.fork)
+tried("subprocess while loading", lambda: subprocess.run(["true"], check=True))
+asked = threading.Event()
+def early():  # a thread started while loading, which forks when a call asks it to
+    asked.wait()
+    tried("fork from a thread started while loading", os.fork)
+threading.Thread(target=early).start()
+def probe():
+    tried("fork in a call", os.fork)
+    tried("subprocess in a call", lambda: subprocess.run([sys.executable, "-c", "pass"]))
+    tried("exec in a call", lambda: os.execv("/bin/true", ["true"]))
+    asked.set()
+    thread = threading.Thread(target=lambda: seen.update(thread="ran"))
+    thread.start()
+    thread.join()
+    while "fork from a thread started while loading" not in seen:
+        time.sleep(0.01)
+    return __import__("json").dumps(seen)
 """)
-    assert seen.pop("filters") == 1 and seen.pop("thread") == "ran"
-    assert seen.pop("a process while loading") == "allowed"
-    assert seen == {name: 1 for name in seen}, seen  # every other one: EPERM
+        assert not reply["raised"], reply
+        worker.seal((), ())  # the notebook's own seal: it replaced it
+        assert seccomp.unfiltered(worker.pid) is None
+        seen = json.loads(worker.call("probe", {}, False).returned)
+    finally:
+        worker.close()
+    assert seen.pop("filters") == seccomp.FILTERS and seen.pop("thread") == "ran"
+    assert seen == {name: 1 for name in seen}, seen  # every one: EPERM
 
 
 @pytest.mark.slow
@@ -216,24 +292,22 @@ tried("a file past the size limit", lambda: fill("file", SIZES["file"], per_file
 @pytest.mark.slow
 @pytest.mark.pipeline
 def test_the_process_cap_binds_whoever_the_grader_is():
-    """Red team a16: 400 forks all succeeded when the grader was root. The sandbox's
-    control group (or, without one, its unprivileged user) caps processes and threads."""
+    """Red team a16: 400 forks all succeeded when the grader was root. No process starts
+    in the sandbox now, and its control group (or, without one, its unprivileged user)
+    caps its threads."""
     seen = ask("""
-import os, time
-seen = {"forked": 0}
-children = []
+import threading
+seen = {"started": 0}
+stop = threading.Event()
 for _ in range(3 * 64):
     try:
-        pid = os.fork()
-    except OSError:
+        threading.Thread(target=stop.wait, daemon=True).start()
+    except RuntimeError:
         break
-    if pid == 0:
-        time.sleep(30)
-        os._exit(0)
-    children.append(pid)
-seen["forked"] = len(children)
+    seen["started"] += 1
+stop.set()
 """)
-    assert 0 < seen["forked"] < sandbox.TASKS, seen
+    assert 0 < seen["started"] < sandbox.TASKS, seen
 
 
 @pytest.mark.slow
@@ -241,42 +315,22 @@ seen["forked"] = len(children)
 @pytest.mark.skipif(os.geteuid() != 0 and os.environ.get("ATTNCORE_CGROUP") is None,
                     reason="a control group for the sandbox needs root or ATTNCORE_CGROUP")
 def test_the_memory_cap_binds_the_whole_sandbox(monkeypatch):
-    """Code review N2: the sandbox's processes together, not each of them, are held to its
-    memory cap (here lowered to 256 MiB, so that trying to exceed it stays cheap): four
-    children that each hold 100 MiB do not all fit, and a worker that goes past the cap
-    is stopped with feedback that says why."""
+    """Code review N2: the sandbox's memory together, its worker's and its in-memory files',
+    is held to its cap (here lowered to 256 MiB, so that trying to exceed it stays cheap):
+    150 MiB written to a file of its home fit, 150 MiB more in the worker do not, and the
+    worker is stopped with feedback that says why."""
     from attncore.grading.course.process import WorkerStopped
 
     monkeypatch.setattr(sandbox, "MEMORY_BYTES", 256 << 20)
     worker = Worker(".", 60, sandboxed=True)
     try:
         assert worker.group is not None, "no control group was made for the sandbox"
-        reply = worker.exec("children", """
-import os, time
-ready, holding = os.pipe()
-for _ in range(4):
-    if os.fork() == 0:
-        block = bytearray(100 << 20)
-        block[::4096] = b"x" * len(block[::4096])
-        os.write(holding, b"1")
-        time.sleep(30)
-        os._exit(0)
-os.close(holding)
-time.sleep(3)
-os.set_blocking(ready, False)
-try:
-    held = len(os.read(ready, 16))
-except BlockingIOError:
-    held = 0
-def children_held():
-    return held
-""")
+        reply = worker.exec("file", "with open('ballast', 'wb') as f:\n"
+                                    "    for _ in range(150):\n        f.write(b'x' * (1 << 20))\n")
         assert not reply["raised"], reply
-        worker.seal((), ())
-        held = worker.call("children_held", {}, False).returned
-        assert held < 4 and worker.group.out_of_memory(), held
         with pytest.raises(WorkerStopped, match="more than the 0.25 GiB of memory its sandbox may use"):
-            worker.exec("alone", "block = bytearray(512 << 20)\nblock[::4096] = b'x' * len(block[::4096])")
+            worker.exec("more", "block = bytearray(150 << 20)\nblock[::4096] = b'x' * len(block[::4096])")
+        assert worker.group is None  # closed with the worker
     finally:
         worker.close()
 
@@ -315,6 +369,93 @@ def grow(x):
         worker.close()
     assert 30e6 < outcome.peak_bytes < 60e6, outcome.peak_bytes
     assert outcome.arguments_after["x"][0] == 4096 * 1024
+
+
+@pytest.mark.slow
+@pytest.mark.pipeline
+@pytest.mark.parametrize("group", [True, False], ids=["control group", "no control group"])
+def test_files_dropped_when_the_call_starts_count_as_the_calls(monkeypatch, group):
+    """Second red team #9: 40 MB written to /dev/shm at load and unlinked when the call
+    starts hid the score matrix; with or without a control group, the memory case now
+    fails as for the matrix built in plain sight."""
+    from attncore.grading.course import process
+    from attncore.grading.engine import SPECS
+
+    from .test_red_team import FLASH_SHM
+
+    if not group:
+        monkeypatch.setattr(process.Group, "create", staticmethod(lambda *limits: None))
+    case = SPECS["flash_attention"].suites["memory"][0]
+    arguments = case.make()
+    worker = Worker(".", 60, sandboxed=True)
+    try:
+        assert (worker.group is not None) is group or not group and worker.group is None
+        assert worker.exec("cell", "import numpy as np\n" + FLASH_SHM)["raised"] is None
+        outcome = worker.call("flash_attention", arguments, True)
+    finally:
+        worker.close()
+    assert outcome.peak_bytes > 1.5 * case.max_extra_bytes(arguments), outcome.peak_bytes
+
+
+ZOMBIE_LEADER = """
+import ctypes, os, threading, time
+time.sleep(0.5)  # the grader puts the sandbox in its group first
+if os.fork() == 0:
+    def beat():
+        while True:
+            time.sleep(0.05)
+    threading.Thread(target=beat).start()
+    ctypes.CDLL(None).pthread_exit(None)
+time.sleep(60)
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.pipeline
+def test_every_process_of_the_sandbox_is_killed_a_zombie_leader_too():
+    """Second red team #2, #11, #19: a process whose main thread ended (its leader shows Z)
+    while a thread of it runs was taken for dead and survived. The grader now kills by
+    membership: every process of the sandbox's control group, or of its PID namespace,
+    but its PID 1, whatever its state. (Here the sandbox runs Python without the worker's
+    filter, so that the process can start at all.)"""
+    from attncore.grading.course.cgroups import Group
+
+    info_read, info_write = os.pipe()
+    bwrap = subprocess.Popen(sandbox.command(["-c", ZOMBIE_LEADER], info_fd=info_write),
+                             pass_fds=[info_write], **sandbox.launch_options())
+    os.close(info_write)
+    group = Group.create(sandbox.MEMORY_BYTES, sandbox.TASKS)
+    try:
+        with os.fdopen(info_read) as info:
+            leader = sandbox.read_child_pid(info)
+        for pid in (bwrap.pid, leader) if group is not None else ():
+            group.add(pid)
+
+        def others():  # as the grader lists them: live members but PID 1
+            return [pid for pid in sandbox.namespace_members(leader)
+                    if pid != leader and sandbox.alive(pid)]
+
+        for _ in range(100):  # until the child has forked and ended its main thread
+            child = others()
+            if child and open(f"/proc/{child[0]}/stat").read().rpartition(")")[2].split()[0] == "Z":
+                break
+            time.sleep(0.05)
+        else:
+            raise AssertionError("the child never showed as a zombie leader")
+        assert len(os.listdir(f"/proc/{child[0]}/task")) == 2  # its leader and the live thread
+        if group is not None:
+            assert set(group.processes()) == {bwrap.pid, leader, *child}
+        sandbox.end_processes(others)
+        for _ in range(100):
+            if not others():
+                break
+            time.sleep(0.02)
+        assert not others(), "a process of the sandbox survived"
+    finally:
+        bwrap.kill()
+        bwrap.wait()
+        if group is not None:
+            group.close()
 
 
 # ---------------------------------------------------------------- tampering, through nbgrader

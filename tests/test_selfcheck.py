@@ -13,16 +13,19 @@ import nbformat
 import pytest
 from nbformat.corpus.words import generate_corpus_id
 
+from attncore.grading.course.sandbox import available as sandbox_unavailable
+
 from .gradekit import ROOT, release_notebook, submission
 
 pytestmark = pytest.mark.xdist_group("selfcheck")
 
 
-def run_check(*args, cwd=ROOT):
-    """The self-check's result, its table as wide as a 120-column terminal's."""
+def run_check(*args, cwd=ROOT, **env):
+    """The self-check's result, its table as wide as a 120-column terminal's (env: more
+    of the environment)."""
     return subprocess.run([sys.executable, "-m", "attncore.grading", "check", *map(str, args)],
                           cwd=cwd, capture_output=True, text=True, timeout=600,
-                          env={**os.environ, "COLUMNS": "120"})
+                          env={**os.environ, "COLUMNS": "120", **env})
 
 
 def test_reference_solution_gets_full_marks_and_exit_zero(tmp_path):
@@ -257,3 +260,40 @@ def test_the_self_check_measures_memory_as_autograde_does(tmp_path):
     suites = {s["suite"]: s["passed"] for f in json.loads(result.stdout)["functions"]
               if f["function"] == "flash_attention" for s in f["suites"]}
     assert suites == {"basic": True, "hidden": True, "extreme": True, "memory": False}, suites
+
+
+# the second red team's attacks (#16-#19, #7): assignment, function, source in test_red_team
+GRADER_FAILS = {"a fake seal": ("06-variants", "sparsemax", "SPARSEMAX_FAKE_SEAL"),
+                "library code taken with gc": ("06-variants", "sparsemax", "SPARSEMAX_GC"),
+                "a Numba kernel of the library": ("02-simplex", "softmax", "SOFTMAX_JIT"),
+                "a child forked at load serves the library": ("06-variants", "sparsemax",
+                                                              "SPARSEMAX_ORACLE"),
+                "a buffer filled at load": ("05-flash", "flash_attention", "FLASH_PREALLOCATED")}
+
+
+@pytest.mark.skipif(bool(sandbox_unavailable()), reason="the grader's route needs a sandbox")
+@pytest.mark.parametrize("attack", GRADER_FAILS)
+def test_what_the_grader_fails_the_self_check_fails_with_or_without_a_sandbox(tmp_path, attack):
+    """Second red team #30: attncore-check gave full marks to attacks that beat the grader.
+    The self-check runs the grader's own worker (course.runner), and without a sandbox
+    the worker gets the sandbox's library (its modules not allowed left out), so the same
+    notebook fails the same tests on all three routes."""
+    from attncore.grading.course.runner import grade_notebook
+
+    from . import test_red_team
+
+    assignment, function, name = GRADER_FAILS[attack]
+    notebook = tmp_path / f"{assignment}.ipynb"
+    source = "import numpy as np\n" + getattr(test_red_team, name)
+    nbformat.write(submission(assignment, {function: source}), notebook)
+    graded = grade_notebook(nbformat.read(notebook, as_version=4).cells, cwd=tmp_path,
+                            sandbox="bubblewrap", seed=5)
+    failed = {grade_id for grade_id, verdict in graded.items() if not verdict.passed}
+    assert failed and all(grade_id.startswith(f"{function}-") for grade_id in failed), failed
+    for route in ({}, {"ATTNCORE_BWRAP": str(tmp_path / "no-bwrap-here")}):
+        result = run_check("--json", "--seed", 5, notebook.name, cwd=tmp_path, **route)
+        assert result.returncode == 1, (route, result.stdout + result.stderr)
+        checked = json.loads(result.stdout)
+        assert ("not sandboxed" in checked["graded"]) == bool(route), checked["graded"]
+        assert {s["grade_id"] for f in checked["functions"] for s in f["suites"]
+                if not s["passed"]} == failed, (route, checked)

@@ -4,9 +4,13 @@ A Worker starts course.worker (in a sandbox, or not), sends it requests and wait
 replies. Nothing it does can stop the grader: a request is written without blocking,
 under the same deadline as the reply (a worker that stops reading its pipe is stopped
 when the deadline passes, however large the request); a reply is awaited at most the
-time limit, or what is left of the notebook's Budget, whichever is less. What it replies
-is validated here: values through course.wire, arrays read back from the arena, memory
-measured from outside (course.memory), notes bounded.
+time limit, or what is left of the notebook's Budget, whichever is less. No call is made
+before the grader has read from /proc that every thread of the worker carries the
+seccomp filter that refuses new processes (course.seccomp). What it replies is
+validated here: one reply per request (a message no request awaits stops it), values
+through course.wire, arrays read back from the arena, memory measured from outside
+(course.memory), notes bounded. Without a sandbox, the worker gets the sandbox's
+attncore all the same (course.sandbox.library_copy).
 """
 import contextlib
 import os
@@ -27,7 +31,7 @@ import numpy as np
 from ..engine import Outcome
 from ..observe import shorten
 from . import sandbox as sandboxes
-from . import wire
+from . import seccomp, wire
 from .arena import Arena
 from .cgroups import Group
 from .memory import CallMemory
@@ -78,8 +82,11 @@ class Worker:
     measures of it from outside."""
 
     def __init__(self, cwd: str | os.PathLike, time_limit: float, sandboxed: bool = False,
-                 budget: Budget | None = None) -> None:
+                 budget: Budget | None = None, library: frozenset[str] | None = None) -> None:
+        """library: the attncore modules the worker keeps (course.allowed; None: all), in
+        its sandbox or, without one, in a copy of links first on its path."""
         self.time_limit, self.sandboxed = time_limit, sandboxed
+        self._library = None
         self.budget = budget or Budget()
         to_worker_read, self._to_worker = os.pipe()
         self._from_worker, from_worker_write = os.pipe()
@@ -91,17 +98,22 @@ class Worker:
         ours = [to_worker_read, from_worker_write]  # the child's ends: closed here once it has them
         if sandboxed:
             info_read, info_write = os.pipe()
-            command = sandboxes.command(argv[1:], info_fd=info_write)
+            command = sandboxes.command(argv[1:], info_fd=info_write, library=library)
             ours.append(info_write)
             options = {"cwd": "/", "env": {}, **sandboxes.launch_options()}
         else:
             command, info_read = argv, None
-            package_root = str(Path(__file__).resolve().parents[3])
+            path = [str(Path(__file__).resolve().parents[3]), os.environ.get("PYTHONPATH")]
+            if library is not None:  # the sandbox's library (course.sandbox), before all
+                self._library = tempfile.TemporaryDirectory(prefix="attncore-library-")
+                sandboxes.library_copy(library, self._library.name)
+                # -P: the notebook's folder comes last, so that no attncore there shadows it
+                command = [sys.executable, "-P", *argv[1:]]
+                path = [self._library.name, os.environ.get("PYTHONPATH"), os.path.abspath(cwd)]
             options = {"cwd": cwd, "start_new_session": True, "env": {
                 **os.environ, "MPLBACKEND": "Agg", "OMP_NUM_THREADS": "1",
                 "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
-                "PYTHONPATH": os.pathsep.join(filter(None, [package_root,
-                                                            os.environ.get("PYTHONPATH")]))}}
+                "PYTHONPATH": os.pathsep.join(filter(None, path))}}
         if self.arena is not None:
             command += [str(self.arena.fd), str(self.arena.size)]
         shared = [] if self.arena is None else [self.arena.fd]
@@ -112,6 +124,8 @@ class Worker:
         except BaseException:
             if self.group is not None:
                 self.group.close()
+            if self._library is not None:
+                self._library.cleanup()
             raise
         for fd in ours:
             os.close(fd)
@@ -120,19 +134,26 @@ class Worker:
             with os.fdopen(info_read) as info:
                 self.pid = sandboxes.read_child_pid(info)
         os.set_blocking(self._to_worker, False)  # writes wait in poll(), with a deadline
-        self._replies = queue.Queue()
+        self._replies = queue.Queue()  # at most one reply and one sentinel (_read)
+        self._sending = threading.Lock()  # held while a request is written
+        self._awaited = True  # whether a frame would be a reply (under _sending): first, "ready"
         replies = os.fdopen(self._from_worker, "rb")
         threading.Thread(target=self._read, args=(replies,), daemon=True).start()
         self._ask(None, START_LIMIT)  # the worker says it is ready before any time limit runs
         self._enter_group()
-        self.memory = CallMemory(self.pid, self.group, others=self._others)
+        folders = [f"/proc/{self.pid}/root{folder}" for folder in sandboxes.IN_MEMORY] \
+            if sandboxed and self.pid is not None else []
+        lent = [os.fstat(fd) for fd in (self._log.fileno(), *shared)]
+        self.memory = CallMemory(self.pid, self.group, self._others, folders,
+                                 [(info.st_dev, info.st_ino) for info in lent])
 
     def exec(self, name: str, source: str) -> dict:
         return self._ask({"op": "exec", "name": name, "source": source})
 
     def seal(self, allowed: Iterable[str] | None, forbidden: Iterable[str]) -> dict:
-        """From now on the worker starts no process and attncore is out of reach but for
-        `allowed` (None: all of it), and `forbidden` in any case (course.worker)."""
+        """From now on attncore's functions in the worker are tripped but for `allowed`
+        (None: every public one), and `forbidden` in any case (course.worker): a second
+        line, behind the library the sandbox leaves out (its reply is not believed)."""
         return self._ask({"op": "seal", "allowed": None if allowed is None else sorted(allowed),
                           "forbidden": sorted(forbidden)})
 
@@ -140,7 +161,12 @@ class Worker:
              stand_ins: Sequence[dict] = ()) -> Outcome:
         """The Outcome of one call; NotDefined when the notebook has no such function.
         stand_ins: [{"name", "source", "entry"}] to replace the notebook's functions of
-        those names during the call (course.worker)."""
+        those names during the call (course.worker). A worker whose threads do not all
+        carry the seccomp filter is not called: the Outcome says so."""
+        if why := seccomp.unfiltered(self.pid):
+            return Outcome(stopped=f"the grader could not confirm that the process running "
+                                  f"your code can start no other process ({why}), so the call "
+                                  f"was not made")
         place = None
         if self.arena is not None:
             self.arena.start_call()
@@ -151,7 +177,7 @@ class Worker:
         # sandbox) does the worker report its own figure.
         reported = measure_memory and not outside and not self.sandboxed and not os.path.isdir("/proc")
         request = {"op": "call", "function": function, "arguments": arguments,
-                   "measure_memory": reported, "stand_ins": list(stand_ins)}
+                   "measure_memory": reported, "measured": outside, "stand_ins": list(stand_ins)}
         reply = self._ask(request)
         if isinstance(reply.get("missing"), str):
             raise NotDefined(shorten(reply["missing"]))
@@ -193,6 +219,9 @@ class Worker:
         if self.arena is not None:
             self.arena.close()
             self.arena = None
+        if self._library is not None:
+            self._library.cleanup()
+            self._library = None
 
     def _enter_group(self):
         """Move the sandbox (bwrap and the worker, before any learner code) into its group;
@@ -207,10 +236,15 @@ class Worker:
             self.group = None
 
     def _others(self):
-        """The live processes of the sandbox besides the worker (in its group, or below it)."""
-        if self.group is not None:
-            return [p for p in self.group.processes() if p not in (self.pid, self.process.pid)]
-        return sandboxes.descendants(self.pid) if self.pid is not None else []
+        """Every live process of the worker's sandbox but the worker (and bwrap, which
+        started it): the members of its control group, else of its PID namespace; without
+        a sandbox, of its session (sandbox.alive: a leader whose threads run is live)."""
+        if self.pid is None:
+            return []
+        members = self.group.processes() if self.group is not None else \
+            sandboxes.namespace_members(self.pid) if self.sandboxed else _session_members(self.pid)
+        return [pid for pid in members if pid not in (self.pid, self.process.pid)
+                and sandboxes.alive(pid)]
 
     def _arguments_after(self, sent, reply):
         """The arguments as the call left them: read from the arena where they were lent
@@ -238,7 +272,9 @@ class Worker:
                 else self.budget.spent() or "this notebook's grading time ran out, so it was stopped")
         try:
             if request is not None:
-                self._send(wire.frame(request), deadline)
+                with self._sending:
+                    self._send(wire.frame(request), deadline)
+                    self._awaited = True
             reply = self._replies.get(timeout=max(0.0, deadline - time.monotonic()))
         except TimeoutError:
             self.close()
@@ -248,8 +284,11 @@ class Worker:
             raise WorkerStopped(late) from None
         except OSError:  # the pipe closed: the process ended
             reply = None
-        if self.sandboxed and self.pid is not None:
-            sandboxes.end_other_processes(self.pid)
+        sandboxes.end_processes(self._others)
+        if reply is _UNASKED:
+            self.close()
+            raise WorkerStopped("the process running your code sent the grader a message it "
+                                "did not ask for, so it was stopped")
         if not isinstance(reply, dict):
             try:  # the pipe closed because the process ended, or it sent what is no reply
                 self.process.wait(timeout=2)
@@ -275,10 +314,22 @@ class Worker:
                 pending = pending[os.write(self._to_worker, pending):]
 
     def _read(self, replies):
-        """Move each reply into the queue; None once the worker's end of the pipe closes or
-        it sends what is no frame (whatever it sends, this thread never dies silently)."""
+        """Move the reply to each request into the queue, then, once the worker's end of the
+        pipe closes or it sends what is no frame, None. A frame is a reply only when it starts
+        while a request awaits one (a request counts as awaiting once all of it is written,
+        so a reply is never judged before its request): one that starts when none does puts
+        _UNASKED and ends the reading before its body is read, so that no flood of frames
+        can fill the grader's memory (whatever the worker sends, this thread never dies
+        silently)."""
         try:
-            while (reply := wire.receive(replies)) is not None:
+            while replies.peek(1):  # a frame has started (nothing: the pipe closed)
+                with self._sending:  # waits while a request is being written
+                    awaited, self._awaited = self._awaited, False
+                if not awaited:
+                    self._replies.put(_UNASKED)
+                    return
+                if (reply := wire.receive(replies)) is None:
+                    break
                 self._replies.put(reply)
         except BaseException:  # a hostile frame (too large, too deep, not JSON) ends it
             pass
@@ -293,6 +344,21 @@ class Worker:
             said = (f"; it used more than the {sandboxes.MEMORY_BYTES / 2**30:g} GiB of memory "
                     f"its sandbox may use{said}")
         return f"the process running your code ended (exit code {code}){said}"
+
+
+_UNASKED = object()  # what _read queues for a frame no request awaited
+
+
+def _session_members(leader):
+    """The PIDs of every process in the session that process leader leads."""
+    members = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            with contextlib.suppress(OSError, IndexError, ValueError):
+                with open(f"/proc/{entry}/stat") as stat:
+                    if int(stat.read().rpartition(")")[2].split()[3]) == leader:
+                        members.append(int(entry))
+    return members
 
 
 def _bounded_notes(notes):

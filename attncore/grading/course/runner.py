@@ -1,8 +1,9 @@
 """Grade a notebook out of process: the learner's code runs in a worker, the grading here.
 
-grade_notebook(cells) starts a worker (course.process), runs every code cell of the
-notebook in it except the graded test cells, seals it (no new processes, attncore out of
-reach but what the exercise allows), then runs the suite that each test cell names (by
+grade_notebook(cells) starts a worker (course.process) that sees of attncore only what the
+notebook's exercises allow (course.allowed), runs every code cell of the notebook in it
+except the graded test cells, seals it (what it still holds of attncore but what the
+exercise allows is tripped), then runs the suite that each test cell names (by
 its grade id, "function-suite") through the engine, with every call of the learner's
 function sent to the worker. The worker never holds an expected value; a cell or a call
 that runs too long or ends the process stops only that cell or that suite: the worker is
@@ -33,7 +34,7 @@ from ..engine.feedback import message
 from ..engine.probe import STRICT_DETECTORS
 from ..observe import shorten
 from . import sandbox as sandboxes
-from .allowed import ALLOWED
+from .allowed import ALLOWED, kept_modules
 from .layout import parse_grade_id
 from .process import (
     NOTEBOOK_SECONDS,
@@ -327,8 +328,9 @@ class Session:
         if why := self.budget.spent():
             self.stopped = why
             return
+        library = None if self.allowed is None else kept_modules(self.allowed)
         try:
-            self.worker = Worker(self.cwd, self.time_limit, self.sandboxed, self.budget)
+            self.worker = Worker(self.cwd, self.time_limit, self.sandboxed, self.budget, library)
         except WorkerStopped as stopped:
             self.stopped = f"the process that runs your code could not start: {stopped}"
             return

@@ -5,13 +5,18 @@ read-only system (/usr, the Python installation, its site-packages), one private
 writable tmpfs that is its home and working folder, and nothing else: not the course
 folder, the gradebook, solutions/, other submissions, the grader's files or its /proc.
 It dies with the grader, and every process in it ends when the worker ends (the worker
-is PID 1 of its namespace) and, but the worker, when a cell or a call returns
-(end_other_processes). Its environment is built here, not inherited.
+is PID 1 of its namespace) and, but the worker, when a cell or a call returns (its
+members are killed, those of its control group or of its PID namespace: end_processes).
+None should be there: the worker starts no process (course.seccomp). Its environment is
+built here, not inherited.
 
 It sees a learner's attncore: the library without the grading engine (no suites, no
-references, no hidden cases), and of the grader's site-packages only what a notebook
-needs (ALLOWED_DISTRIBUTIONS and what they require): no library that would do the work
-(torch, scipy, jax, or any other the grading machine happens to have). Hard resource
+references, no hidden cases) and, for a graded notebook, without the modules its exercise
+does not allow (course.allowed): each is a stand-in (course.left_out) whose names raise
+ForbiddenCall, and no compiled copy of it is there, so that no code in the worker can
+reach what is not there. Of the grader's site-packages it sees only what a
+notebook needs (ALLOWED_DISTRIBUTIONS and what they require): no library that would do
+the work (torch, scipy, jax, or any other the grading machine happens to have). Hard resource
 limits are set by the worker itself before it runs any learner code (see
 worker.HARD_LIMITS): no code inside can raise a hard limit. No new user namespace can be
 made inside (--disable-userns), its /dev/shm is a small tmpfs, and the whole sandbox
@@ -31,10 +36,13 @@ import shutil
 import signal
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import IO
 
 import attncore
+
+from .allowed import library_modules
 
 # What a notebook may import from the grader's site-packages, with every distribution
 # these require: NumPy, IPython (the worker's shell), matplotlib (figures), Numba (attncore.jit).
@@ -46,6 +54,7 @@ SITE = "/sandbox/site"  # the grader's site-packages, numbered, read-only
 SCRATCH_BYTES = 512 << 20  # size of the private tmpfs
 TMP_BYTES = 64 << 20  # size of its /tmp
 SHM_BYTES = 64 << 20  # size of its /dev/shm (all three live in memory, within MEMORY_BYTES)
+IN_MEMORY = (HOME, "/tmp", "/dev/shm")  # the sandbox's writable folders, all three tmpfs
 MEMORY_BYTES = 2 << 30  # memory of the whole sandbox, tmpfs files included (with a cgroup)
 TASKS = 64  # processes and threads of the whole sandbox (with a cgroup)
 OUTSIDE_UID = 65534  # who the sandbox runs as on the machine when the grader is root
@@ -53,6 +62,7 @@ SYSTEM = ("/usr", "/lib", "/lib64", "/lib32", "/bin", "/sbin")
 SYSTEM_FILES = ("/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d", "/etc/localtime",
                 "/etc/fonts", "/etc/alternatives")
 ABSENT = str(Path(__file__).with_name("absent.py"))  # a package whose import fails
+LEFT_OUT = str(Path(__file__).with_name("left_out.py"))  # a module of names that raise ForbiddenCall
 # Environment the worker gets: nothing of the grader's but the two OpenBLAS settings that
 # some CPUs need for correct results.
 PASSED_THROUGH = ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")
@@ -90,13 +100,15 @@ def available() -> str | None:
     return None
 
 
-def command(arguments: list[str], info_fd: int | None = None) -> list[str]:
+def command(arguments: list[str], info_fd: int | None = None,
+            library: frozenset[str] | None = None) -> list[str]:
     """The command line that runs `python ARGUMENTS` inside a fresh sandbox, with the
     grader's interpreter (not a virtual environment's launcher, which the sandbox lacks:
     the site-packages are given by PYTHONPATH, and -S keeps .pth files out).
 
     info_fd: a descriptor bwrap writes {"child-pid": N} to, N being the worker's PID as the
-    grader sees it (the worker is PID 1 inside).
+    grader sees it (the worker is PID 1 inside). library: the top-level attncore modules
+    the sandbox keeps (course.allowed.kept_modules; None: all of them).
     """
     options = ["--unshare-all", "--unshare-user", "--disable-userns", "--assert-userns-disabled",
                "--die-with-parent", "--new-session", "--as-pid-1",
@@ -115,7 +127,7 @@ def command(arguments: list[str], info_fd: int | None = None) -> list[str]:
                 "--size", str(SHM_BYTES), "--tmpfs", "/dev/shm",
                 "--size", str(SCRATCH_BYTES), "--perms", "0700", "--tmpfs", HOME,
                 "--size", str(TMP_BYTES), "--tmpfs", "/tmp", "--chdir", HOME]
-    options += _learner_library()
+    options += _learner_library(library)
     sites = _site_packages()
     for index, site in enumerate(sites):
         options += [option for entry in sorted(set(os.listdir(site)) & allowed_entries())
@@ -148,44 +160,50 @@ def read_child_pid(stream: IO[str]) -> int | None:
         return None
 
 
-def end_other_processes(pid: int) -> None:
-    """Kill every process in the sandbox whose PID 1 is `pid` (as the grader sees it), but
-    that one: whatever a cell or a call started ends when it returns. Orphans in a PID
-    namespace become children of its PID 1, so its descendants are all of them."""
-    for _ in range(3):  # a process may fork while its siblings are being killed
-        others = descendants(pid)
-        if not others:
-            return
-        for child in others:
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(child, signal.SIGKILL)
-
-
-def descendants(pid: int) -> list[int]:
-    """The live processes below pid (zombies hold nothing, and their children are
-    reparented to the sandbox's PID 1)."""
-    found, todo = [], [pid]
-    while todo:
-        parent = todo.pop()
-        try:
-            tasks = os.listdir(f"/proc/{parent}/task")
-        except OSError:
-            continue
-        for task in tasks:
-            with contextlib.suppress(OSError):
-                with open(f"/proc/{parent}/task/{task}/children") as children:
-                    todo += [int(child) for child in children.read().split()]
-        if parent != pid and not _zombie(parent):
-            found.append(parent)
-    return found
-
-
-def _zombie(pid):
+def namespace_members(pid: int) -> list[int]:
+    """The PIDs, as the grader sees them, of every process in the PID namespace of process
+    pid (pid included), whatever their state: a process belongs to the sandbox by where it
+    lives, not by whose child it is or whether its main thread has ended."""
     try:
-        with open(f"/proc/{pid}/stat") as stat:
-            return stat.read().rpartition(")")[2].split()[0] == "Z"
-    except (OSError, IndexError):
-        return True  # gone
+        namespace = os.readlink(f"/proc/{pid}/ns/pid")
+    except OSError:
+        return []
+    members = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            with contextlib.suppress(OSError):
+                if os.readlink(f"/proc/{entry}/ns/pid") == namespace:
+                    members.append(int(entry))
+    return members
+
+
+def alive(pid: int) -> bool:
+    """Whether any thread of process pid still runs: a thread-group leader that ended its
+    main thread shows Z while its other threads run; a process all of whose threads ended
+    is a zombie that holds nothing."""
+    try:
+        tasks = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return False
+    for task in tasks:
+        with contextlib.suppress(OSError, IndexError):
+            with open(f"/proc/{pid}/task/{task}/stat") as stat:
+                if stat.read().rpartition(")")[2].split()[0] not in "ZX":
+                    return True
+    return False
+
+
+def end_processes(others: Callable[[], list[int]]) -> None:
+    """Kill every process others() names, again while it names any (a process may start
+    one while its siblings are being killed): a sandbox's processes but its worker end
+    when a cell or a call returns."""
+    for _ in range(3):
+        found = others()
+        if not found:
+            return
+        for pid in found:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
 
 
 def _python_installation():
@@ -234,11 +252,74 @@ def _absent(path):
     return ["--tmpfs", path, "--ro-bind", ABSENT, f"{path}/__init__.py"]
 
 
-def _learner_library():
-    """attncore, read-only, without the grading engine."""
+def _learner_library(kept):
+    """bwrap options that give the sandbox the learner's attncore (library_overlays),
+    read-only."""
     package = Path(attncore.__file__).resolve().parent
     target = f"{LIBRARY}/attncore"
-    return ["--ro-bind", str(package), target, *_absent(f"{target}/grading/engine")]
+    options = ["--ro-bind", str(package), target]
+    for path, file in library_overlays(kept).items():
+        if (package / path).is_dir():
+            options += ["--tmpfs", f"{target}/{path}",
+                        *(["--ro-bind", file, f"{target}/{path}/__init__.py"] if file else [])]
+        else:
+            options += ["--ro-bind", file, f"{target}/{path}"]
+    return options
+
+
+def library_overlays(kept: frozenset[str] | None) -> dict[str, str | None]:
+    """{path inside attncore: what stands there instead}: the learner's attncore is the
+    library without the grading engine (a package whose import fails) and, when `kept`
+    is given, with a stand-in for each module not kept (course.left_out; a subpackage:
+    a folder holding only the stand-in) and no compiled copies of the modules (an empty
+    __pycache__). A folder's entry names the file that is its only __init__.py (None:
+    an empty folder); a module's, the file it is."""
+    package = Path(attncore.__file__).resolve().parent
+    overlays = {"grading/engine": ABSENT}
+    if kept is None:
+        return overlays
+    for module in sorted(library_modules() - kept):
+        overlays[module if (package / module).is_dir() else f"{module}.py"] = LEFT_OUT
+    if (package / "__pycache__").is_dir():
+        overlays["__pycache__"] = None
+    return overlays
+
+
+def library_copy(kept: frozenset[str] | None, folder: str | os.PathLike) -> None:
+    """Build in folder, of links to the library's files (copies where no link can be
+    made), the learner's attncore a sandbox would give (library_overlays): the same
+    library for a worker without a sandbox, whose path starts with folder. It keeps
+    honest code honest; code that runs there can still read the files the links point to."""
+    overlays = library_overlays(kept)
+
+    def build(source, target, prefix):
+        target.mkdir()
+        for entry in sorted(source.iterdir()):
+            path, place = prefix + entry.name, target / entry.name
+            if path in overlays and entry.is_dir():
+                place.mkdir()
+                if overlays[path]:
+                    _link(overlays[path], place / "__init__.py")
+            elif path in overlays:
+                _link(overlays[path], place)
+            elif any(other.startswith(f"{path}/") for other in overlays):
+                build(entry, place, f"{path}/")
+            else:
+                _link(entry, place)
+
+    build(Path(attncore.__file__).resolve().parent, Path(folder) / "attncore", "")
+
+
+def _link(source, place):
+    """place as a link to source, or a copy where links cannot be made (Windows without
+    the right to make them)."""
+    try:
+        os.symlink(source, place)
+    except OSError:
+        if os.path.isdir(source):
+            shutil.copytree(source, place, ignore=shutil.ignore_patterns("__pycache__"))
+        else:
+            shutil.copy2(source, place)
 
 
 def _environment(n_sites):

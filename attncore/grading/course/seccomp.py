@@ -1,20 +1,23 @@
 """System calls the grading worker gives up, with a seccomp filter it installs on itself.
 
-Two filters, built here as classic BPF (ctypes only, no new dependency) and installed by
-the worker with seccomp(2) on all its threads; a filter can never be removed, and
-no_new_privs keeps anything the worker runs from gaining what the filter takes away:
+One filter, built here as classic BPF (ctypes only, no new dependency) and installed by
+the worker with seccomp(2) on all its threads as the first thing it does, before any
+learner code runs (course.worker); a filter can never be removed, every thread started
+later inherits it, and no_new_privs keeps anything the worker runs from gaining what the
+filter takes away. It refuses:
 
-- at start, before any learner code (RESTRICTED): the calls a notebook never needs and a
-  sandbox escape starts from fail with EPERM: ptrace, keyctl, bpf, perf_event_open,
-  userfaultfd, io_uring, mount and its relatives, unshare, setns, clone into new
-  namespaces, loading kernel modules; clone3 fails with ENOSYS, so the C library falls
-  back to clone, whose flags the filter can read;
-- once the notebook's cells have run, before the first graded call (NO_PROCESSES): fork,
-  vfork, execve, execveat and a clone that is not a thread fail with EPERM, so that no
-  child process does the work, or holds the memory, of a graded call.
+- the calls a notebook never needs and a sandbox escape starts from (EPERM): ptrace,
+  keyctl, bpf, perf_event_open, userfaultfd, io_uring, mount and its relatives, unshare,
+  setns, clone into new namespaces, loading kernel modules;
+- every new process (EPERM): fork, vfork, execve, execveat and a clone that is not a
+  thread, so that no child process does the work, holds the memory or escapes the
+  limits of a graded call; loading a notebook's cells needs none. clone3 fails with
+  ENOSYS, so the C library falls back to clone, whose flags the filter can read.
 
+The grader believes none of this on the worker's word: before each call it reads from
+/proc that every thread of the worker carries the filter (unfiltered()).
 Only on x86-64 Linux (the tables below); elsewhere install() does nothing and says so,
-and the grader, which reads the filters a process carries from /proc, knows.
+and unfiltered() asks for nothing.
 """
 import ctypes
 import errno
@@ -38,19 +41,18 @@ SYSCALLS = {  # x86-64 numbers (asm/unistd_64.h)
     "fsconfig": 431, "fsmount": 432, "fspick": 433, "clone3": 435, "mount_setattr": 442,
 }
 SECCOMP_SYSCALL = 317
-RESTRICTED = ("ptrace", "syslog", "uselib", "pivot_root", "chroot", "acct", "mount", "umount2",
-              "swapon", "swapoff", "reboot", "iopl", "ioperm", "init_module", "delete_module",
-              "quotactl", "kexec_load", "add_key", "request_key", "keyctl", "unshare",
-              "perf_event_open", "name_to_handle_at", "open_by_handle_at", "setns",
-              "process_vm_readv", "process_vm_writev", "finit_module", "kexec_file_load", "bpf",
-              "userfaultfd", "io_uring_setup", "io_uring_enter", "io_uring_register",
-              "open_tree", "move_mount", "fsopen", "fsconfig", "fsmount", "fspick",
-              "mount_setattr")
-NO_PROCESSES = ("fork", "vfork", "execve", "execveat")
+REFUSED = ("ptrace", "syslog", "uselib", "pivot_root", "chroot", "acct", "mount", "umount2",
+           "swapon", "swapoff", "reboot", "iopl", "ioperm", "init_module", "delete_module",
+           "quotactl", "kexec_load", "add_key", "request_key", "keyctl", "unshare",
+           "perf_event_open", "name_to_handle_at", "open_by_handle_at", "setns",
+           "process_vm_readv", "process_vm_writev", "finit_module", "kexec_file_load", "bpf",
+           "userfaultfd", "io_uring_setup", "io_uring_enter", "io_uring_register",
+           "open_tree", "move_mount", "fsopen", "fsconfig", "fsmount", "fspick",
+           "mount_setattr", "fork", "vfork", "execve", "execveat")
 CLONE_THREAD = 0x00010000
 CLONE_NEW_NAMESPACES = 0x7E020000  # NEWNS, NEWCGROUP, NEWUTS, NEWIPC, NEWUSER, NEWPID, NEWNET
-# How many filters the worker carries after each stage (/proc/PID/status: Seccomp_filters).
-FILTERS_AT_START, FILTERS_SEALED = 1, 2
+FILTERS = 1  # the filters every thread of the worker carries (/proc/PID/status: Seccomp_filters)
+_FILTER_MODE = "2"  # /proc/PID/status: Seccomp (0: none, 1: strict, 2: filter)
 
 # classic BPF
 _LD_W_ABS, _JEQ_K, _JGE_K, _JSET_K, _RET_K = 0x20, 0x15, 0x35, 0x45, 0x06
@@ -64,63 +66,14 @@ def supported() -> bool:
     return sys.platform.startswith("linux") and platform.machine() in ("x86_64", "AMD64")
 
 
-def restricted_program() -> bytes:
-    """The filter installed at start: RESTRICTED fail with EPERM, clone into new
-    namespaces too, clone3 with ENOSYS."""
-    return _program(RESTRICTED, _clone_refused(CLONE_NEW_NAMESPACES, when_set=True))
-
-
-def no_processes_program() -> bytes:
-    """The filter installed before the first graded call: no new process, threads only."""
-    return _program(NO_PROCESSES, _clone_refused(CLONE_THREAD, when_set=False))
-
-
-def _clone_refused(flags, when_set):
-    """The action for clone: EPERM when any of flags is set in its first argument (when_set)
-    or when none is (not when_set); else allow."""
-    return [_load(_ARG0_LOW), _jump(_JSET_K, flags, *((0, 1) if when_set else (1, 0))),
-            _ret(_RET_ERRNO | errno.EPERM), _ret(_RET_ALLOW)]
-
-
-def install(program: bytes) -> str | None:
-    """Install a filter on every thread of this process; None, or why it could not be."""
-    if not supported():
-        return f"no seccomp filter on {sys.platform} {platform.machine()}"
-    libc = ctypes.CDLL(None, use_errno=True)
-    libc.syscall.restype = ctypes.c_long
-    if libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
-        return f"prctl(PR_SET_NO_NEW_PRIVS) failed: {os.strerror(ctypes.get_errno())}"
-    filters = ctypes.create_string_buffer(program, len(program))
-
-    class FProg(ctypes.Structure):
-        _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
-
-    fprog = FProg(len(program) // 8, ctypes.cast(filters, ctypes.c_void_p))
-    result = libc.syscall(SECCOMP_SYSCALL, _SECCOMP_SET_MODE_FILTER, _SECCOMP_FILTER_FLAG_TSYNC,
-                          ctypes.byref(fprog))
-    if result != 0:  # > 0: a thread that could not be synchronised
-        return f"seccomp(2) failed ({result}: {os.strerror(ctypes.get_errno())})"
-    return None
-
-
-def filters_of(pid: int) -> int | None:
-    """The fewest seccomp filters any thread of process pid carries (read from /proc, from
-    outside), or None when it cannot be read (no such process, no /proc)."""
-    counts = []
-    try:
-        for task in os.listdir(f"/proc/{pid}/task"):
-            with open(f"/proc/{pid}/task/{task}/status") as status:
-                counts += [int(line.split()[1]) for line in status
-                           if line.startswith("Seccomp_filters:")]
-    except (OSError, ValueError):
-        return None
-    return min(counts) if counts else None
-
-
-def _program(refused, clone):
-    """Check the architecture and refuse x32 calls; then EPERM for the refused calls,
-    ENOSYS for clone3 and the given action for clone; allow everything else."""
-    actions = {**{name: [_ret(_RET_ERRNO | errno.EPERM)] for name in refused},
+def program() -> bytes:
+    """The worker's filter: REFUSED fail with EPERM, clone3 with ENOSYS, and clone with
+    EPERM unless it starts a thread in the worker's own namespaces."""
+    clone = [_load(_ARG0_LOW),
+             _jump(_JSET_K, CLONE_NEW_NAMESPACES, 0, 1), _ret(_RET_ERRNO | errno.EPERM),
+             _jump(_JSET_K, CLONE_THREAD, 1, 0), _ret(_RET_ERRNO | errno.EPERM),
+             _ret(_RET_ALLOW)]
+    actions = {**{name: [_ret(_RET_ERRNO | errno.EPERM)] for name in REFUSED},
                "clone3": [_ret(_RET_ERRNO | errno.ENOSYS)], "clone": clone}
     head = [
         _load(_ARCH),
@@ -135,6 +88,50 @@ def _program(refused, clone):
         # nr == this call: its action, every path of which returns; else skip over it
         body += [_jump(_JEQ_K, SYSCALLS[name], 0, len(action)), *action]
     return b"".join(head + body + [_ret(_RET_ALLOW)])
+
+
+def install() -> str | None:
+    """Install the worker's filter on every thread of this process; None, or why it could
+    not be."""
+    if not supported():
+        return f"no seccomp filter on {sys.platform} {platform.machine()}"
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.syscall.restype = ctypes.c_long
+    if libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
+        return f"prctl(PR_SET_NO_NEW_PRIVS) failed: {os.strerror(ctypes.get_errno())}"
+    code = program()
+    filters = ctypes.create_string_buffer(code, len(code))
+
+    class FProg(ctypes.Structure):
+        _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
+
+    fprog = FProg(len(code) // 8, ctypes.cast(filters, ctypes.c_void_p))
+    result = libc.syscall(SECCOMP_SYSCALL, _SECCOMP_SET_MODE_FILTER, _SECCOMP_FILTER_FLAG_TSYNC,
+                          ctypes.byref(fprog))
+    if result != 0:  # > 0: a thread that could not be synchronised
+        return f"seccomp(2) failed ({result}: {os.strerror(ctypes.get_errno())})"
+    return None
+
+
+def unfiltered(pid: int) -> str | None:
+    """Why some thread of process pid is not held to the worker's filter (read from /proc,
+    from outside), or None when every thread carries it (or this machine takes none)."""
+    if not supported():
+        return None
+    try:
+        for task in os.listdir(f"/proc/{pid}/task"):
+            try:
+                with open(f"/proc/{pid}/task/{task}/status") as status:
+                    fields = dict(line.split(":", 1) for line in status if ":" in line)
+            except (FileNotFoundError, ProcessLookupError):  # the thread ended since listed
+                continue
+            mode, count = fields["Seccomp"].strip(), int(fields["Seccomp_filters"])
+            if mode != _FILTER_MODE or count < FILTERS:
+                return (f"its thread {task} carries {count} seccomp filter(s), not the "
+                        f"{FILTERS} that refuses new processes")
+    except (OSError, KeyError, ValueError) as error:
+        return f"its threads could not be read ({type(error).__name__})"
+    return None
 
 
 def _load(offset):

@@ -2,7 +2,8 @@
 notebook, no instructor, nbgrader or repository needed.
 
 Your notebook's code runs in a separate process, in a sandbox where one can start (Linux
-with bubblewrap), exactly as when an instructor autogrades it, and every suite the
+with bubblewrap), exactly as when an instructor autogrades it (the grader's own worker:
+without a sandbox it holds the same library and starts no process), and every suite the
 installed attncore has for the assignment is run: the visible tests and the hidden ones,
 whose random inputs are drawn from a fresh seed (printed, so `--seed N` replays a run).
 The result is printed per function: points, and what went wrong, by name; with `--json`,

@@ -6,23 +6,31 @@ requests on its own pipe (course.wire frames), one at a time:
 
     {"op": "exec", "name": ..., "source": ...}      run one cell in the notebook's namespace
     {"op": "seal", "allowed": [...], "forbidden": [...]}   once the cells have run
-    {"op": "call", "function": ..., "arguments": ..., "measure_memory": ...,
+    {"op": "call", "function": ..., "arguments": ..., "measure_memory": ..., "measured": ...,
      "stand_ins": [{"name": ..., "source": ..., "entry": ...}]}
 
 A stand-in is a right answer in plain NumPy, sent by the grader, that takes the place of
 the notebook's function of that name during the call (the function graded calls it).
+measure_memory: the worker traces the call's allocations itself (only where the grader
+cannot measure from outside); measured: the grader measures the call's memory from
+outside, so the garbage collector leaves alone the objects made before it (gc.freeze),
+whose pages a collection would touch.
 
 It never receives an expected value and imports nothing of the grading engine. Before any
-learner code it takes on its hard limits and a seccomp filter (course.seccomp). The
-notebook's cells load with the library whole and may start processes; once sealed, for
-the rest of the worker's life, it can start no process, and every attncore function but
-those the exercise allows (and what they call) raises ForbiddenCall (observe.seal).
+learner code it takes on its hard limits and a seccomp filter (course.seccomp): for the
+rest of its life it can start no process, and the grader checks from /proc before each
+call that every thread carries the filter. In a sandbox it sees the library as the
+exercise allows it (course.sandbox: the modules the exercise forbids are left out); once
+the cells have run, the seal trips every attncore function it still holds but those the
+exercise allows (and what they call): they raise ForbiddenCall (observe.seal_library),
+a second line that code in this process can reach, so the grader trusts nothing of it.
 Arrays it is given live in the grader's arena (course.arena): the grader reads back what
 the call left there, and measures the memory from outside, so nothing this process says
 about either is believed. What it reports is the return value, an exception, and notes.
 """
 import builtins
 import contextlib
+import gc
 import os
 import sys
 import traceback
@@ -49,7 +57,7 @@ LOAD_ERROR_LINES = 3  # lines of a cell shown under the error it raised when loa
 
 def main(in_fd: int, out_fd: int, arena_fd: int | None = None, arena_bytes: int = 0) -> None:
     _set_hard_limits()
-    seccomp.install(seccomp.restricted_program())  # the grader reads from /proc whether it took
+    seccomp.install()  # the grader reads from /proc whether it took, before every call
     sys.stdout, sys.stderr = RoutedStream(sys.stdout), RoutedStream(sys.stderr)
     requests, replies = os.fdopen(in_fd, "rb"), os.fdopen(out_fd, "wb")
     arena = Arena.attach(arena_fd, arena_bytes) if arena_fd is not None else None
@@ -63,16 +71,13 @@ def main(in_fd: int, out_fd: int, arena_fd: int | None = None, arena_bytes: int 
             reply = seal(request["allowed"], request["forbidden"])
         else:
             reply = call(namespace, request, arena)
-        _reap_children()
         wire.send(replies, reply)
 
 
 def seal(allowed: list[str] | None, forbidden: list[str]) -> dict:
-    """For the rest of this process: no new process, and attncore out of reach but for
-    `allowed` (learner code that runs later, a hook or a thread, is held to it too)."""
-    problem = seccomp.install(seccomp.no_processes_program())
-    tripped = seal_library(allowed, forbidden)
-    return {"sealed": problem is None, "tripped": len(tripped)}
+    """For the rest of this process: attncore out of reach but for `allowed` (learner code
+    that runs later, a hook or a thread, is held to it too)."""
+    return {"tripped": len(seal_library(allowed, forbidden))}
 
 
 def run_cell(namespace: dict, name: str, source: str) -> dict:
@@ -106,10 +111,12 @@ def call(namespace: dict, request: dict, arena: Arena | None) -> dict:
                 f"defined, but as a {type(function).__name__}, not a function"}
     shared = arena.view if arena is not None else None
     arguments = {k: wire.decode(v, shared) for k, v in request["arguments"].items()}
-    with standing_in(namespace, request.get("stand_ins", [])) as used:
+    with standing_in(namespace, request.get("stand_ins", [])) as used, \
+            _frozen(request.get("measured")):
         seen = observe(function, arguments, (), request["measure_memory"])
     return {"returned": wire.encode(seen["returned"]), "raised": seen["raised"],
-            "arguments_after": wire.encode(seen["arguments_after"]),
+            # lent by the arena, the grader reads them back there itself
+            "arguments_after": wire.encode(seen["arguments_after"]) if shared is None else {},
             "shapes_after": {k: list(v.shape) for k, v in arguments.items()
                              if isinstance(v, np.ndarray)},  # x.shape = ... leaves the arena's bytes
             "peak_bytes": seen["peak_bytes"], "notes": list(seen["notes"]),
@@ -138,6 +145,18 @@ def standing_in(namespace: dict, stand_ins: list[dict]) -> Iterator[set]:
 
 
 _ABSENT = object()
+
+
+@contextlib.contextmanager
+def _frozen(frozen):
+    """While the block runs, when frozen: no garbage collection looks at older objects."""
+    if frozen:
+        gc.freeze()
+    try:
+        yield
+    finally:
+        if frozen:
+            gc.unfreeze()
 
 
 def _counted(function, name, used):
@@ -171,13 +190,6 @@ def _python_source(source):
     except ImportError:
         return source
     return TransformerManager().transform_cell(source)
-
-
-def _reap_children():
-    """Collect the processes that ended (the worker is its sandbox's PID 1, their parent)."""
-    with contextlib.suppress(ChildProcessError):
-        while os.waitpid(-1, os.WNOHANG)[0]:
-            pass
 
 
 def _set_hard_limits():
