@@ -10,8 +10,9 @@ import nbformat
 import pytest
 
 from attncore.grading.course import ungradable
-from attncore.grading.course.contain import TooLarge, read_within, reason_timestamp_unreadable
+from attncore.grading.course.contain import read_within
 from attncore.grading.course.layout import WORK
+from attncore.grading.course.reading import TooLarge, reason_timestamp_unreadable
 
 from .gradekit import Course, points_by_function, submission
 

@@ -236,7 +236,7 @@ def test_autograde_repairs_first_contains_each_submission_and_escapes_its_log(tm
 
 GRADING_MODULES = ["attncore.grading.observe", *(f"attncore.grading.course.{name}" for name in (
     "arena", "cgroups", "contain", "memory", "normalise", "pages", "printable", "process",
-    "runner", "sandbox", "seccomp", "selfcheck", "ungradable", "verdict", "wire", "worker"))]
+    "reading", "runner", "sandbox", "seccomp", "selfcheck", "ungradable", "verdict", "wire", "worker"))]
 
 
 @pytest.mark.parametrize("name", GRADING_MODULES)
