@@ -109,11 +109,13 @@ class RowReport:
 
     def __str__(self):
         verdict = "on the simplex" if self.on_simplex else "NOT on the simplex"
+        entries = ("no entries (NaN aside)" if np.isnan(self.min_entry)
+                   else f"entries (NaN aside) in [{self.min_entry:.3g}, {self.max_entry:.3g}]")
+        sums = ("no row sums (NaN aside)" if np.isnan(self.min_row_sum)
+                else f"row sums in [{self.min_row_sum:.9g}, {self.max_row_sum:.9g}]")
         return (
             f"{self.shape} rows {verdict}: {self.nonfinite_rows} rows with NaN or inf, "
-            f"entries (NaN aside) in [{self.min_entry:.3g}, "
-            f"{self.max_entry:.3g}], row sums in [{self.min_row_sum:.9g}, "
-            f"{self.max_row_sum:.9g}], worst row {self.worst_row} off by "
+            f"{entries}, {sums}, worst row {self.worst_row} off by "
             f"{self.worst_row_error:.3g} (atol {self.atol:.3g}), mass on masked keys "
             f"{self.masked_mass:.3g}, {self.empty_rows} fully masked rows"
         )

@@ -173,7 +173,9 @@ def test_build_machine_words():
     assert rules.first_call(0).startswith("compiled") and rules.first_call(3).startswith("loaded")
     assert rules.vectorised(0).startswith("did not") and rules.vectorised(5) == "vectorised it"
     amx = rules.isa_clause({"amx_bf16": True, "amx_tile": True, "avx512_bf16": True})
-    assert "int8 into int32" in amx and "AMX" in amx
+    assert "int8 into int32" in amx and "AMX" in amx and "float16" not in amx.replace("bfloat16", "")
+    fp16 = rules.isa_clause({"amx_bf16": True, "amx_tile": True, "amx_fp16": True})
+    assert "bfloat16 and float16 into float32" in fp16
     assert "vdpbf16ps but no AMX" in rules.isa_clause({"avx512_bf16": True})
     assert "emulated" in rules.isa_clause({})
 

@@ -99,6 +99,7 @@ def test_empty_weights_get_a_report(shape):
     assert report.worst_row_error == 0 and report.masked_mass == 0
     assert report.empty_rows == (int(np.prod(shape[:-1])) if shape[-1] == 0 else 0)
     assert report.shape == shape and "on the simplex" in str(report)
+    assert "nan" not in str(report) and "no entries" in str(report)
 
 
 def test_scalar_weights_are_refused():

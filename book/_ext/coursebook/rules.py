@@ -123,8 +123,9 @@ def vectorised(packed_fmas: int) -> str:
 def isa_clause(flags: dict[str, bool]) -> str:
     """What the CPU offers for bfloat16 products, from bench.machine.isa_flags()."""
     if flags.get("amx_bf16") and flags.get("amx_tile"):
-        return ("This CPU has AMX: tile instructions that multiply bfloat16 into float32 (and int8 into int32); "
-                "never float32 inputs, so the kernel's float32 path cannot use them.")
+        halves = "bfloat16 and float16" if flags.get("amx_fp16") else "bfloat16"
+        return (f"This CPU has AMX: tile instructions that multiply {halves} into float32 (and int8 "
+                "into int32); never float32 inputs, so the kernel's float32 path cannot use them.")
     if flags.get("avx512_bf16"):
         return "This CPU has AVX512_BF16's vdpbf16ps but no AMX."
     return "This CPU has neither AMX nor AVX512_BF16: bfloat16 products are emulated in float32 here."

@@ -264,8 +264,9 @@ SOFTMAX_MISCONCEPTIONS = [
                                 "-inf the row maximum is -inf: replace it by 0 "
                                 "(np.where(np.isfinite(m), m, 0)) so exp gives 0, and divide "
                                 "only where the row sum is positive. With a finite sentinel "
-                                "such rows become uniform: use -inf, or zero the weights of "
-                                "rows with no allowed key at the end.",
+                                "such rows become uniform, and zeroing them afterwards is not "
+                                "enough: a score below the sentinel still defeats it (the "
+                                "hidden cases have such scores). Use -inf.",
                   detect=fully_masked_detect),
     Misconception(SENTINEL, "block keys with -np.inf, not with a finite number: "
                             "np.where(mask, scores, -np.inf). A sentinel such as -1e4 or -1e9 "
