@@ -238,7 +238,8 @@ def memory_mib() -> int:
 def isa_flags() -> dict[str, bool]:
     """The instruction-set extensions that matter for attention kernels, from /proc/cpuinfo."""
     flags = set(next(iter(_field("flags")), "").split())
-    wanted = ("avx2", "fma", "avx512f", "avx512_bf16", "avx512_fp16", "avx512_vnni", "amx_tile", "amx_bf16", "amx_fp16", "amx_int8")
+    wanted = ("avx2", "fma", "avx512f", "avx512_bf16", "avx512_fp16", "avx512_vnni", "amx_tile",
+              "amx_bf16", "amx_fp16", "amx_int8")
     return {flag: flag in flags for flag in wanted}
 
 
