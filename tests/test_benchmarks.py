@@ -105,7 +105,10 @@ def test_published_results_meet_their_own_description():
     assert "bandwidth" in pub["peak"]         # measured, or null with a note saying it never was
     for t in pub["ratios"]:
         assert t["jit_vs_torch_full"] and t["jit_vs_torch_causal"] and t["jit_vs_naive_full"]
-    assert all(r["max_error"] < 1e-5 for r in pub["rows"] if r.get("max_error") is not None)
+    # the course's own float32 implementations (no recorded bound) within float32 accuracy,
+    # each peer and each bfloat16 route within the bound the run recorded for it
+    assert all(r["max_error"] < (r.get("error_bound") or 1e-5)
+               for r in pub["rows"] if r.get("max_error") is not None)
 
 
 def test_the_add_chain_runs_every_add_and_gives_a_clock():
