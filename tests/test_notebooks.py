@@ -30,6 +30,17 @@ def test_paired_notebook_matches_its_page(page):
     assert all(not cell.get("outputs") for cell in notebook.cells if cell.cell_type == "code")
 
 
+def test_a_looked_up_value_may_be_empty_or_long():
+    """A glued clause a run has nothing to say in renders empty: the check of the paired
+    notebook takes it, as it takes any other value."""
+    page = BOOK / "07-peers.md"
+    for value in ("", "a long\nclause of two lines"):
+        notebook = launch_notebooks.launch_notebook(page, launch_notebooks.Placeholders())
+        for cell in notebook.cells:
+            cell.source = cell.source.replace(launch_notebooks.Placeholders.PLACEHOLDER, value)
+        assert launch_notebooks.matches(notebook, page) == (True, None), repr(value)
+
+
 def install_cell_needs(page):
     """The launch notebook's install cell, and its NEEDED table: {module: requirement}."""
     first = nbformat.read(page.with_suffix(".ipynb"), as_version=4).cells[0]
